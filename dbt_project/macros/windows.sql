@@ -1,0 +1,24 @@
+{# The half-open rebuild window [min_ts, max_ts) and the optional cluster restriction.
+   Staging models filter with these, so everything downstream works on the window only. #}
+{% macro window_filter(ts_col='hour_ts', cluster_col='cluster') -%}
+    1 = 1
+    {%- if var('min_ts', none) %} and {{ ts_col }} >= cast({{ sql_string(var('min_ts')) }} as timestamp){% endif -%}
+    {%- if var('max_ts', none) %} and {{ ts_col }} < cast({{ sql_string(var('max_ts')) }} as timestamp){% endif -%}
+    {%- if cluster_col and var('cluster', none) %} and {{ cluster_col }} = {{ sql_string(var('cluster')) }}{% endif -%}
+{%- endmacro %}
+
+{# Per-cluster settings from kubeledger.yaml as a relation (cluster, provider, region, carbon_zone, pue). #}
+{% macro cluster_config_relation() -%}
+    {%- set clusters = var('clusters', {}) -%}
+    {%- if clusters | length == 0 -%}
+    (select cast(null as varchar) as cluster, cast(null as varchar) as provider, cast(null as varchar) as region,
+            cast(null as varchar) as carbon_zone, cast(null as double) as pue where 1 = 0)
+    {%- else -%}
+    (select * from (values
+    {%- for name, c in clusters.items() %}
+        ({{ sql_string(name) }}, {{ sql_string(c.get('provider')) }}, {{ sql_string(c.get('region')) }},
+         {{ sql_string(c.get('carbon_zone')) }}, {{ sql_number(c.get('pue')) }}){% if not loop.last %},{% endif %}
+    {%- endfor %}
+    ) as t(cluster, provider, region, carbon_zone, pue))
+    {%- endif -%}
+{%- endmacro %}

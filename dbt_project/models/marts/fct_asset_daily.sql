@@ -1,0 +1,135 @@
+-- grain: one row per (usage_date, cluster, asset_kind, asset_name): nodes, volumes, load balancers, overhead
+with nodes as (
+    select
+        cast(hour_ts as date) as usage_date,
+        cluster,
+        'node' as asset_kind,
+        node as asset_name,
+        max(provider) as provider,
+        max(instance_type) as instance_type,
+        max(region) as region,
+        bool_or(is_spot) as is_spot,
+        sum(node_run_h) as hours,
+        sum(node_cpu_cost) as cpu_cost,
+        sum(node_ram_cost) as ram_cost,
+        sum(node_gpu_cost) as gpu_cost,
+        cast(0 as double) as pv_cost,
+        cast(0 as double) as load_balancer_cost,
+        cast(0 as double) as overhead_cost,
+        max(price_source) as price_source_max,
+        min(price_source) as price_source_min,
+        avg(node_price_usd) as hourly_price_usd,
+        bool_or(is_default_price) as is_estimated
+    from {{ ref('int_nodes_costed_hourly') }}
+    group by cast(hour_ts as date), cluster, node
+),
+
+volumes as (
+    select
+        cast(hour_ts as date) as usage_date,
+        cluster,
+        'volume' as asset_kind,
+        pv as asset_name,
+        cast(null as varchar) as provider,
+        cast(null as varchar) as instance_type,
+        cast(null as varchar) as region,
+        false as is_spot,
+        count(distinct hour_ts) as hours,
+        cast(0 as double) as cpu_cost,
+        cast(0 as double) as ram_cost,
+        cast(0 as double) as gpu_cost,
+        sum(pv_cost) as pv_cost,
+        cast(0 as double) as load_balancer_cost,
+        cast(0 as double) as overhead_cost,
+        max(price_source) as price_source_max,
+        min(price_source) as price_source_min,
+        cast(null as double) as hourly_price_usd,
+        max(price_source) = 'default' as is_estimated
+    from {{ ref('int_volumes_allocated_hourly') }}
+    group by cast(hour_ts as date), cluster, pv
+),
+
+load_balancers as (
+    select
+        cast(hour_ts as date) as usage_date,
+        cluster,
+        'load_balancer' as asset_kind,
+        namespace || '/' || service as asset_name,
+        cast(null as varchar) as provider,
+        cast(null as varchar) as instance_type,
+        cast(null as varchar) as region,
+        false as is_spot,
+        count(distinct hour_ts) as hours,
+        cast(0 as double) as cpu_cost,
+        cast(0 as double) as ram_cost,
+        cast(0 as double) as gpu_cost,
+        cast(0 as double) as pv_cost,
+        sum(load_balancer_cost) as load_balancer_cost,
+        cast(0 as double) as overhead_cost,
+        'default' as price_source_max,
+        'default' as price_source_min,
+        cast(null as double) as hourly_price_usd,
+        true as is_estimated
+    from {{ ref('int_load_balancers_allocated_hourly') }}
+    group by cast(hour_ts as date), cluster, namespace, service
+),
+
+overhead as (
+    -- cluster management fee: hourly, for every hour the cluster reported nodes; overhead, never idle
+    select
+        cast(hour_ts as date) as usage_date,
+        cluster,
+        'overhead' as asset_kind,
+        'cluster-management' as asset_name,
+        cast(null as varchar) as provider,
+        cast(null as varchar) as instance_type,
+        cast(null as varchar) as region,
+        false as is_spot,
+        count(distinct hour_ts) as hours,
+        cast(0 as double) as cpu_cost,
+        cast(0 as double) as ram_cost,
+        cast(0 as double) as gpu_cost,
+        cast(0 as double) as pv_cost,
+        cast(0 as double) as load_balancer_cost,
+        count(distinct hour_ts) * {{ sql_number(var('cluster_management_fee_per_hour', 0)) }} as overhead_cost,
+        'custom' as price_source_max,
+        'custom' as price_source_min,
+        {{ sql_number(var('cluster_management_fee_per_hour', 0)) }} as hourly_price_usd,
+        false as is_estimated
+    from {{ ref('int_nodes_enriched_hourly') }}
+    where {{ sql_number(var('cluster_management_fee_per_hour', 0)) }} > 0
+    group by cast(hour_ts as date), cluster
+),
+
+unioned as (
+    select * from nodes
+    union all select * from volumes
+    union all select * from load_balancers
+    union all select * from overhead
+),
+
+final as (
+    select
+        usage_date,
+        cluster,
+        asset_kind,
+        asset_name,
+        provider,
+        instance_type,
+        region,
+        is_spot,
+        cast(hours as double) as hours,
+        cpu_cost,
+        ram_cost,
+        gpu_cost,
+        pv_cost,
+        load_balancer_cost,
+        overhead_cost,
+        cpu_cost + ram_cost + gpu_cost + pv_cost + load_balancer_cost + overhead_cost as total_cost,
+        hourly_price_usd,
+        case when price_source_min = price_source_max then price_source_min else 'mixed' end as price_source,
+        is_estimated
+    from unioned
+)
+
+select * from final

@@ -1,0 +1,55 @@
+"""dbt assets: seeds (reference data) and the daily-partitioned models, one dbt call per run or backfill range."""
+
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
+
+from pipelines import DBT_PROJECT_DIR
+from pipelines.dagster_defs.partitions import daily_partitions
+from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
+from pipelines.steps import dbt_vars
+
+dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+
+
+def ensure_manifest() -> Path:
+    """Parse the dbt project when no manifest exists yet (fresh clone, CI)."""
+    manifest = dbt_project.manifest_path
+    if os.environ.get("DAGSTER_IS_DEV_CLI") or not manifest.exists():
+        dbt_project.preparer.prepare(dbt_project)
+    return manifest
+
+
+MANIFEST = ensure_manifest()
+TRANSLATOR = KubeledgerDbtTranslator()
+
+
+@dbt_assets(manifest=MANIFEST, select="resource_type:seed", name="dbt_reference", project=dbt_project,
+            dagster_dbt_translator=TRANSLATOR, pool="duckdb_writer")
+def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource):
+    """Reference seeds (prices, power profiles, zones, PUE, intensity defaults)."""
+    yield from dbt.cli(["seed"], context=context).stream()
+
+
+class DailyBuildConfig(dg.Config):
+    exclude_unit_tests: bool = False  # scheduled runs may skip the formula unit tests (CI runs them)
+    cluster: str | None = None  # rebuild one cluster only (kubeledger materialize --cluster)
+
+
+@dbt_assets(manifest=MANIFEST, exclude="resource_type:seed", name="dbt_daily", project=dbt_project,
+            partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
+            dagster_dbt_translator=TRANSLATOR, pool="duckdb_writer")
+def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+                     config: DailyBuildConfig):
+    """staging → intermediate → marts for the days of the run's partition window (a range in backfills)."""
+    window = context.partition_time_window  # never partition_key: a backfill range has no single key
+    variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=config.cluster)
+    args = ["build", "--vars", json.dumps(variables)]
+    if config.exclude_unit_tests:
+        args += ["--exclude-resource-type", "unit_test"]
+    yield from dbt.cli(args, context=context).stream()

@@ -1,0 +1,47 @@
+"""Serving: the published copy BI tools and the allocation API read, plus the Parquet export."""
+
+
+import dagster as dg
+
+from pipelines.dagster_defs.partitions import daily_partitions
+from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.warehouse.publish import export_parquet, folder_size, publish_serving_copy
+
+MART_KEYS = [["marts", name] for name in (
+    "fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
+    "fct_node_energy_daily")]
+
+
+@dg.asset(key=["serving", "warehouse"], deps=MART_KEYS, partitions_def=daily_partitions,
+          backfill_policy=dg.BackfillPolicy.single_run(), pool="duckdb_writer", group_name="serving",
+          kinds={"duckdb", "parquet"},
+          description="Serving copy of the marts (atomic swap, DuckDB storage v1.4.0) and the Parquet export "
+          "partitioned by cluster= and date=.")
+def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
+    settings = kubeledger.settings
+    window = context.partition_time_window
+    days = []
+    day = window.start.date()
+    while day < window.end.date():
+        days.append(day)
+        day = day.fromordinal(day.toordinal() + 1)
+    published = publish_serving_copy(settings.warehouse_path, settings.serving_path)
+    parquet = export_parquet(settings.warehouse_path, settings.parquet_path, days)
+    with kubeledger.connect(read_only=True) as con:
+        totals = con.execute(
+            "select count(*), sum(hours_covered), sum(total_cost), sum(energy_kwh), sum(co2e_total_g), "
+            "avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date >= ? and usage_date < ?",
+            [window.start.date(), window.end.date()]).fetchone()
+    return dg.MaterializeResult(metadata={
+        "serving_path": str(published.serving_path),
+        "serving_bytes": published.bytes,
+        "rows": dg.MetadataValue.json(published.tables),
+        "parquet_files": dg.MetadataValue.json(parquet),
+        "parquet_bytes": folder_size(settings.parquet_path),
+        "cluster_days": totals[0],
+        "hours_covered": totals[1],
+        "total_cost_usd": totals[2],
+        "energy_kwh": totals[3],
+        "co2e_total_g": totals[4],
+        "estimated_co2e_share": totals[5],
+    })

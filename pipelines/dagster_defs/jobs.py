@@ -1,0 +1,53 @@
+"""Jobs and schedules, built from the partitioned assets."""
+
+
+from datetime import datetime, timedelta
+
+import dagster as dg
+
+from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
+from pipelines.settings import Settings
+
+extract_job = dg.define_asset_job(
+    "extract_hourly", selection=dg.AssetSelection.groups("extract"),
+    description="Extract every source for an hour (or an hour range in a backfill).",
+)
+
+reference_job = dg.define_asset_job(
+    "reference", selection=dg.AssetSelection.groups("reference"),
+    description="Load seeds and the configured price files.",
+)
+
+daily_job = dg.define_asset_job(
+    "daily_warehouse",
+    selection=(dg.AssetSelection.all() - dg.AssetSelection.groups("extract", "reference")),
+    description="Build staging → intermediate → marts for a day, run the quality gates and publish.",
+)
+
+hourly_extract_schedule = dg.build_schedule_from_partitioned_job(
+    extract_job, minute_of_hour=5, name="extract_every_hour",
+    description="Extract the hour that just ended, five minutes after it closes.",
+)
+
+
+def build_daily_schedule(settings: Settings) -> dg.ScheduleDefinition:
+    late_days = settings.schedule.late_days
+
+    @dg.schedule(job=daily_job, cron_schedule=settings.schedule.daily_cron, execution_timezone="UTC",
+                 name="daily_warehouse_yesterday",
+                 description=f"Materialise yesterday, then re-materialise the {late_days} previous days so late "
+                             "samples land. Each day re-extracts its 24 hours first (queued in order, one writer).")
+    def daily_schedule(context: dg.ScheduleEvaluationContext):
+        now = context.scheduled_execution_time or datetime.now()
+        yesterday = (now - timedelta(days=1)).date()
+        for offset in range(late_days + 1):
+            day = yesterday - timedelta(days=offset)
+            key = day.isoformat()
+            yield dg.RunRequest(
+                run_key=f"extract-{key}-{now:%Y%m%d}",
+                job_name=extract_job.name,
+                tags={RANGE_START_TAG: f"{key}-00:00", RANGE_END_TAG: f"{key}-23:00"},
+            )
+            yield dg.RunRequest(run_key=f"build-{key}-{now:%Y%m%d}", partition_key=key)
+
+    return daily_schedule

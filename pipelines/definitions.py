@@ -1,0 +1,59 @@
+"""The one Dagster Definitions of kubeledger (loaded by workspace.yaml).
+
+Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGER_CONFIG).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.settings import Settings, load_settings
+from pipelines.steps import warehouse_env
+
+
+def dbt_executable() -> str:
+    """The dbt next to this interpreter (the project venv), even when the venv is not on PATH."""
+    local = Path(sys.executable).parent / "dbt"
+    return str(local) if local.exists() else (shutil.which("dbt") or "dbt")
+
+
+def build_definitions(settings: Settings | None = None, config_path: str | None = None) -> dg.Definitions:
+    settings = settings or load_settings(config_path)
+    # dbt's profile reads the warehouse path from the environment: set it before dbt parses
+    os.environ.update(warehouse_env(settings))
+
+    from dagster_dbt import DbtCliResource
+
+    from pipelines import DBT_PROJECT_DIR
+    from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_reference_assets
+    from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
+    from pipelines.dagster_defs.assets_serving import serving_warehouse
+    from pipelines.dagster_defs.checks import quality_checks
+    from pipelines.dagster_defs.jobs import (
+        build_daily_schedule,
+        daily_job,
+        extract_job,
+        hourly_extract_schedule,
+        reference_job,
+    )
+    from pipelines.dagster_defs.resources import KubeledgerResource
+
+    return dg.Definitions(
+        assets=[*extract_assets, raw_pricing, dbt_reference_assets, dbt_daily_assets, serving_warehouse],
+        asset_checks=quality_checks,
+        jobs=[extract_job, reference_job, daily_job],
+        schedules=[hourly_extract_schedule, build_daily_schedule(settings)],
+        resources={
+            "kubeledger": KubeledgerResource(config_path=settings.source_file or config_path),
+            "dbt": DbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
+                                  dbt_executable=dbt_executable()),
+        },
+    )
+
+
+defs = build_definitions()

@@ -1,0 +1,1 @@
+"""Serving: the allocation query engine, its CLI and its HTTP API over the serving copy."""

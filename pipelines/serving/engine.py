@@ -1,0 +1,301 @@
+"""The allocation query engine: one request → SQL over marts.fct_allocation_daily (serving copy) → allocation sets.
+
+Sharing, aggregation and set-level averages come from dbt_project/macros/allocation_sharing.sql, rendered here with
+plain jinja2 and per-request options — the same macro dbt renders for marts.fct_allocation_shared_daily.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import duckdb
+import jinja2
+
+from pipelines import DBT_PROJECT_DIR
+from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
+from pipelines.serving.errors import QueryError
+from pipelines.serving.filters import compile_filter, parse_filter
+from pipelines.serving.windows import parse_window, step_bounds
+
+MACRO_PATH = DBT_PROJECT_DIR / "macros" / "allocation_sharing.sql"
+SPLITS = ("weighted", "even")
+FORMATS = ("json", "csv")
+MAX_LIMIT = 100_000
+
+
+@lru_cache(maxsize=1)
+def _macro_module() -> Any:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701 - renders SQL
+    return env.from_string(MACRO_PATH.read_text()).module
+
+
+def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
+    return str(_macro_module().share_allocations(relation_sql, options=options))
+
+
+@dataclass
+class AllocationQuery:
+    """Every parameter of an allocation query; `validate()` raises QueryError naming the bad one."""
+
+    window: str
+    aggregate: str = ""
+    filter: str = ""
+    step: str | None = None
+    accumulate: str | None = None
+    idle: bool = True
+    share_idle: bool = False
+    idle_split: str = "weighted"
+    idle_by_node: bool = False
+    split_idle: bool = False
+    share_namespaces: tuple[str, ...] = ()
+    share_labels: tuple[str, ...] = ()
+    share_cost: float = 0.0  # $/month (Kubecost shareCost)
+    share_split: str = "weighted"
+    include_shared_cost_breakdown: bool = False
+    offset: int = 0
+    limit: int | None = None
+    format: str = "json"
+    now: datetime | None = None
+    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def validate(self) -> dict[str, Any]:
+        if self._checked:
+            return self._checked
+        for name, value in (("idleSplit", self.idle_split), ("shareSplit", self.share_split)):
+            if value not in SPLITS:
+                raise QueryError(name, value, "use weighted or even")
+        if self.format not in FORMATS:
+            raise QueryError("format", self.format, "use json or csv")
+        if not (isinstance(self.share_cost, (int, float)) and math.isfinite(self.share_cost)
+                and 0 <= self.share_cost < 1e12):
+            raise QueryError("shareCost", self.share_cost, "a monthly amount in USD, 0 or more")
+        if not 0 <= self.offset <= MAX_LIMIT:
+            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
+        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
+            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
+        for lv in self.share_labels:
+            k, sep, v = lv.partition(":")
+            if not sep or not v:
+                raise QueryError("shareLabels", lv, "use label:value[,label:value…] (e.g. app:prometheus)")
+            check_map_key("shareLabels", lv, k.strip())
+        win = parse_window(self.window, self.now)
+        steps = step_bounds(win, self.step, "all" if self.format == "csv" else self.accumulate)
+        params = Params()
+        key_sql = aggregate_key_sql(self.aggregate, params)
+        filter_sql = compile_filter(parse_filter(self.filter), params)
+        shared = ["FALSE"]
+        for ns in self.share_namespaces:
+            shared.append(f"namespace = {params.bind(ns)}")
+        for lv in self.share_labels:
+            k, _, v = lv.partition(":")
+            shared.append(f"coalesce({map_lookup_sql('label', k.strip(), params)} = {params.bind(v.strip())}, FALSE)")
+        self._checked = {"window": win, "steps": steps, "params": params, "key_sql": key_sql,
+                         "filter_sql": filter_sql, "shared_sql": " OR ".join(shared)}
+        return self._checked
+
+
+def _missing_days(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[date]:
+    """Days of [start, end) the serving copy lacks: beyond the materialised range, or a gap in a cluster's life."""
+    rows = con.execute(
+        "SELECT cluster, min(usage_date), max(usage_date), "
+        "list(DISTINCT usage_date) FILTER (WHERE usage_date >= $s AND usage_date < $e) "
+        "FROM marts.fct_allocation_daily GROUP BY cluster", {"s": start, "e": end}).fetchall()
+    wanted = {start + timedelta(days=i) for i in range((end - start).days)}
+    if not rows:
+        return sorted(wanted)
+    first = min(r[1] for r in rows)
+    last = max(r[2] for r in rows)
+    missing = {d for d in wanted if d < first or d > last}
+    for _cluster, c_first, c_last, present in rows:
+        have = set(present or [])
+        missing |= {d for d in wanted if c_first <= d <= c_last and d not in have}
+    return sorted(missing)
+
+
+def _check_materialised(con: duckdb.DuckDBPyConnection, q: AllocationQuery, start: date, end: date) -> None:
+    exists = con.execute("SELECT count(*) FROM information_schema.tables "
+                         "WHERE table_schema = 'marts' AND table_name = 'fct_allocation_daily'").fetchone()
+    if not exists or not exists[0]:
+        raise QueryError("window", q.window, "", status=404,
+                         message="marts.fct_allocation_daily is not in the serving copy; run the pipeline first")
+    missing = _missing_days(con, start, end)
+    if missing:
+        shown = ", ".join(d.isoformat() for d in missing[:10]) + (" …" if len(missing) > 10 else "")
+        span = con.execute("SELECT min(usage_date), max(usage_date) FROM marts.fct_allocation_daily").fetchone()
+        have = f"materialised days: {span[0]}..{span[1]}" if span and span[0] else "nothing is materialised yet"
+        raise QueryError("window", q.window, "", status=404, message=(
+            f"window: {q.window} covers {len(missing)} day(s) not materialised in the serving copy: {shown}; "
+            f"{have} (today is never complete: e.g. use '7d offset 1d' instead of '7d')"))
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None  # NaN/Inf → null
+
+
+def _iso(dt: Any) -> str | None:
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(dt, datetime) else None
+
+
+def _json_map(text: Any) -> Any:
+    import json
+
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
+    """A macro output row → Kubecost/OpenCost Allocation (A17) plus energy/carbon and provenance."""
+    hours = (r["minutes"] or 0) / 60.0
+
+    def per_hour(v: Any) -> float | None:
+        return _num(v / hours) if v is not None and hours > 0 else 0.0
+
+    props: dict[str, Any] = {}
+    for out, col in (("cluster", "cluster"), ("node", "node"), ("container", "container"),
+                     ("controller", "controller"), ("controllerKind", "controller_kind"),
+                     ("namespace", "namespace"), ("pod", "pod"), ("providerID", "provider_id")):
+        if r.get(col) is not None:
+            props[out] = r[col]
+    for out, col in (("services", "services"), ("labels", "labels"), ("annotations", "annotations"),
+                     ("namespaceLabels", "namespace_labels"), ("namespaceAnnotations", "namespace_annotations")):
+        val = _json_map(r.get(col))
+        if val:
+            props[out] = val
+    raw_only = None
+    if r.get("cpu_core_usage_max") is not None or r.get("ram_byte_usage_max") is not None:
+        raw_only = {"cpuCoreUsageMax": _num(r.get("cpu_core_usage_max")),
+                    "ramByteUsageMax": _num(r.get("ram_byte_usage_max"))}
+    n = _num
+    reasons = [x for x in (r.get("estimation_reasons") or "").split(",") if x]
+    return {
+        "name": r["agg_key"], "properties": props,
+        "window": {"start": _iso(r["step_start"]), "end": _iso(r["step_end"])},
+        "start": _iso(r.get("start_ts")) or _iso(r["step_start"]), "end": _iso(r.get("end_ts")) or _iso(r["step_end"]),
+        "minutes": n(r["minutes"]),
+        "cpuCores": per_hour(r["cpu_core_hours"]), "cpuCoreRequestAverage": n(r["cpu_core_request_average"]),
+        "cpuCoreUsageAverage": n(r["cpu_core_usage_average"]), "cpuCoreHours": n(r["cpu_core_hours"]),
+        # Kubecost/OpenCost fold shared idle into the resource cost; *CostIdle says how much of it is idle.
+        "cpuCost": n(r["cpu_cost"] + r["cpu_cost_idle"]), "cpuCostAdjustment": 0.0,
+        "cpuCostIdle": n(r["cpu_cost_idle"]), "cpuEfficiency": n(r["cpu_efficiency"]),
+        "gpuCount": per_hour(r["gpu_hours"]), "gpuRequestAverage": n(r["gpu_request_average"]),
+        "gpuUsageAverage": n(r["gpu_usage_average"]), "gpuHours": n(r["gpu_hours"]),
+        "gpuCost": n(r["gpu_cost"] + r["gpu_cost_idle"]), "gpuCostAdjustment": 0.0,
+        "gpuCostIdle": n(r["gpu_cost_idle"]), "gpuEfficiency": n(r["gpu_efficiency"]),
+        "networkTransferBytes": n(r["network_transfer_bytes"]), "networkReceiveBytes": n(r["network_receive_bytes"]),
+        "networkCost": n(r["network_cost"]), "networkCrossZoneCost": n(r["network_cross_zone_cost"]),
+        "networkCrossRegionCost": n(r["network_cross_region_cost"]),
+        "networkInternetCost": n(r["network_internet_cost"]), "networkCostAdjustment": 0.0,
+        "loadBalancerCost": n(r["load_balancer_cost"]), "loadBalancerCostAdjustment": 0.0,
+        "pvBytes": per_hour(r["pv_byte_hours"]), "pvByteHours": n(r["pv_byte_hours"]), "pvCost": n(r["pv_cost"]),
+        "pvs": None, "pvCostAdjustment": 0.0,
+        "ramBytes": per_hour(r["ram_byte_hours"]), "ramByteRequestAverage": n(r["ram_byte_request_average"]),
+        "ramByteUsageAverage": n(r["ram_byte_usage_average"]), "ramByteHours": n(r["ram_byte_hours"]),
+        "ramCost": n(r["ram_cost"] + r["ram_cost_idle"]), "ramCostAdjustment": 0.0,
+        "ramCostIdle": n(r["ram_cost_idle"]), "ramEfficiency": n(r["ram_efficiency"]),
+        "externalCost": n(r["external_cost"]), "sharedCost": n(r["shared_cost"]), "totalCost": n(r["total_cost"]),
+        "totalEfficiency": n(r["total_efficiency"]), "rawAllocationOnly": raw_only,
+        "costRatio": n(r["cost_ratio"]),
+        "energyKwh": n(r["energy_kwh"]), "co2eOperationalG": n(r["co2e_operational_g"]),
+        "co2eEmbodiedG": n(r["co2e_embodied_g"]), "co2eTotalG": n(r["co2e_total_g"]),
+        "isEstimated": bool(r["is_estimated"]), "estimationReasons": reasons,
+    }
+
+
+def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> list[dict[str, dict[str, Any]]]:
+    """Run `q` on an open (read-only) serving connection: one {key: allocation} map per step, by totalCost desc."""
+    c = q.validate()
+    win, steps, params = c["window"], c["steps"], c["params"]
+    _check_materialised(con, q, win.start.date(), win.end.date())
+    values = dict(params.values)
+    # SQL text below is built only from allow-listed identifiers and $-parameters (S608 reviewed).
+    values.update(win_s=win.start.date(), win_e=win.end.date(),
+                  steps_s=[s for s, _ in steps], steps_e=[e for _, e in steps])
+    relation = f"""(
+        SELECT b.*,
+            CASE WHEN b.allocation_kind = 'unmounted' THEN '__unmounted__' ELSE {c['key_sql']} END AS agg_key,
+            st.step_start, st.step_end,
+            ({c['shared_sql']}) AND coalesce(b.allocation_kind, '') = 'workload' AS is_shared_row,
+            NOT coalesce(({c['filter_sql']}), FALSE) AS is_filtered_out
+        FROM marts.fct_allocation_daily AS b
+        JOIN (SELECT unnest(CAST($steps_s AS TIMESTAMP[])) AS step_start,
+                     unnest(CAST($steps_e AS TIMESTAMP[])) AS step_end) AS st
+          ON b.window_start >= st.step_start AND b.window_start < st.step_end
+        WHERE b.usage_date >= $win_s AND b.usage_date < $win_e
+    )"""  # noqa: S608
+    options = {"share_idle": q.share_idle, "idle_split": q.idle_split, "idle_by_node": q.idle_by_node,
+               "split_idle": q.split_idle, "include_idle": q.idle, "share_split": q.share_split,
+               "overhead_monthly_usd": float(q.share_cost)}
+    sql = render_sharing_sql(relation, options)
+    cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
+    cols = [d[0] for d in cur.description]
+    by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
+    for row in cur.fetchall():
+        r = dict(zip(cols, row, strict=True))
+        by_step.setdefault(r["step_start"], {})[r["agg_key"]] = to_allocation(r)
+    if q.include_shared_cost_breakdown:
+        _add_breakdown(con, q, relation, values, steps, by_step)
+    out: list[dict[str, dict[str, Any]]] = []
+    for s, _ in steps:
+        items = list(by_step.get(s, {}).items())[q.offset:]
+        if q.limit is not None:
+            items = items[:q.limit]
+        out.append(dict(items))
+    return out
+
+
+def _add_breakdown(con: duckdb.DuckDBPyConnection, q: AllocationQuery, relation: str, values: dict[str, Any],
+                   steps: list[tuple[datetime, datetime]], by_step: dict[datetime, dict[str, dict[str, Any]]]) -> None:
+    """sharedCostBreakdown: each key's sharedCost split over the shared sources (shared rows by namespace, plus
+    `__overhead__`) in proportion to the sources' own totals (idle they received is spread the same way)."""
+    sql = (f"SELECT step_start, coalesce(namespace, '__unallocated__'), sum(total_cost) "  # noqa: S608
+           f"FROM {relation} AS r WHERE is_shared_row GROUP BY ALL")
+    rows = con.execute(sql, values).fetchall()
+    sources: dict[datetime, dict[str, float]] = {}
+    for step, name, total in rows:
+        sources.setdefault(step, {})[name] = float(total or 0)
+    for step, step_end in steps:
+        allocs = by_step.get(step, {})
+        src = dict(sources.get(step, {}))
+        if q.share_cost:
+            src["__overhead__"] = q.share_cost / 730.0 * (step_end - step).total_seconds() / 3600.0
+        pool = sum(src.values())
+        for alloc in allocs.values():
+            shared = alloc["sharedCost"] or 0.0
+            alloc["sharedCostBreakdown"] = {
+                name: {"name": name, "totalCost": shared * amount / pool if pool else 0.0}
+                for name, amount in src.items()} if shared else {}
+
+
+CSV_FIELDS = ("minutes", "cpuCores", "cpuCoreRequestAverage", "cpuCoreUsageAverage", "cpuCoreHours", "cpuCost",
+              "cpuCostIdle", "cpuEfficiency", "gpuCount", "gpuHours", "gpuCost", "gpuCostIdle", "gpuEfficiency",
+              "ramBytes", "ramByteRequestAverage", "ramByteUsageAverage", "ramByteHours", "ramCost", "ramCostIdle",
+              "ramEfficiency", "pvBytes", "pvByteHours", "pvCost", "networkTransferBytes", "networkReceiveBytes",
+              "networkCost", "networkCrossZoneCost", "networkCrossRegionCost", "networkInternetCost",
+              "loadBalancerCost", "externalCost", "sharedCost", "totalCost", "totalEfficiency", "costRatio",
+              "energyKwh", "co2eOperationalG", "co2eEmbodiedG", "co2eTotalG", "isEstimated", "estimationReasons")
+
+
+def to_csv(sets: list[dict[str, dict[str, Any]]]) -> str:
+    """kubeledger rule (A17): one accumulated row per key: key, then the numeric fields."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["name", *CSV_FIELDS])
+    for allocs in sets:
+        for key, a in allocs.items():
+            vals = [";".join(a[f]) if f == "estimationReasons" else ("" if a[f] is None else a[f]) for f in CSV_FIELDS]
+            w.writerow([key, *[repr(v) if isinstance(v, float) else v for v in vals]])
+    return buf.getvalue()

@@ -1,0 +1,449 @@
+"""Kubernetes API snapshot → raw.k8s_objects (one row per object, per cluster and hour).
+
+The metrics give lifetimes; the API gives what they lack: original label keys, annotations, the controller
+owner chain and provider ids. Lists go through the official client's API classes with
+`_preload_content=False`: we parse the raw JSON ourselves, which is faster and does not depend on the v37
+pydantic models accepting every object a real cluster (or an older apiserver) returns.
+
+`spec` holds only the fields of SOURCES.md §5, with API (camelCase) names and quantities parsed to numbers
+(CPU in cores, memory and storage in bytes, GPUs as counts):
+
+- Node: providerID, capacity{resource: n}, allocatable{resource: n}, unschedulable
+- Pod: nodeName, phase, creationTimestamp, deletionTimestamp,
+  containers[{name, requests{}, limits{}}], containerStatuses[{name, state, reason, restartCount}],
+  pvcClaimNames[]
+- PersistentVolumeClaim: storageClassName, requestsStorage, volumeName, capacityStorage, phase
+- PersistentVolume: capacityStorage, storageClassName, claimRef{namespace, name}, csiDriver,
+  csiVolumeHandle, phase
+- Service: type, selector{}, loadBalancerIngress[{ip, hostname}]
+- Namespace: phase; controllers (ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob): {}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pandas as pd
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from pipelines.settings import ClusterSettings
+
+from .base import ExtractResult, SourceError, hour_floor
+
+log = logging.getLogger(__name__)
+
+TABLE = "k8s_objects"
+COLUMNS = [
+    "cluster", "hour_ts", "kind", "namespace", "name", "uid", "labels", "annotations",
+    "owner_kind", "owner_name", "owner_uid", "spec",
+]
+MAX_THROTTLE_RETRIES = 5
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # throttling and apiserver overload are transient
+MAX_RETRY_AFTER_S = 60.0
+REQUEST_TIMEOUT_S = (10.0, 120.0)  # (connect, read)
+# kubectl stores the whole applied manifest here: it would bloat every row and is never read.
+DROPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+
+_sleep: Callable[[float], None] = time.sleep  # tests replace it to assert Retry-After without waiting
+
+
+@dataclass(frozen=True)
+class _Kind:
+    kind: str
+    api: str  # core | apps | batch
+    method: str  # list method on the official API class
+    path: str  # for messages and RBAC hints
+
+
+KINDS: tuple[_Kind, ...] = (
+    _Kind("Node", "core", "list_node", "/api/v1/nodes"),
+    _Kind("Namespace", "core", "list_namespace", "/api/v1/namespaces"),
+    _Kind("Pod", "core", "list_pod_for_all_namespaces", "/api/v1/pods"),
+    _Kind("PersistentVolumeClaim", "core", "list_persistent_volume_claim_for_all_namespaces",
+          "/api/v1/persistentvolumeclaims"),
+    _Kind("PersistentVolume", "core", "list_persistent_volume", "/api/v1/persistentvolumes"),
+    _Kind("Service", "core", "list_service_for_all_namespaces", "/api/v1/services"),
+    _Kind("ReplicaSet", "apps", "list_replica_set_for_all_namespaces", "/apis/apps/v1/replicasets"),
+    _Kind("Deployment", "apps", "list_deployment_for_all_namespaces", "/apis/apps/v1/deployments"),
+    _Kind("StatefulSet", "apps", "list_stateful_set_for_all_namespaces", "/apis/apps/v1/statefulsets"),
+    _Kind("DaemonSet", "apps", "list_daemon_set_for_all_namespaces", "/apis/apps/v1/daemonsets"),
+    _Kind("Job", "batch", "list_job_for_all_namespaces", "/apis/batch/v1/jobs"),
+    _Kind("CronJob", "batch", "list_cron_job_for_all_namespaces", "/apis/batch/v1/cronjobs"),
+)
+
+# --- quantities -----------------------------------------------------------------------------------------
+
+_QUANTITY_RE = re.compile(
+    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+)
+_SUFFIX_FACTOR: dict[str, Decimal] = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"),
+    "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
+
+
+def parse_quantity(value: str | int | float) -> float:
+    """Parse a Kubernetes resource quantity exactly ('250m' → 0.25, '1Gi' → 1073741824.0, '1e3' → 1000.0).
+
+    Grammar (apimachinery resource.Quantity): signed decimal number, then a binary SI suffix
+    (Ki..Ei), a decimal SI suffix (n u m '' k M G T P E) or a decimal exponent (e3, E-2). Note 'E' alone is
+    exa while 'E3' is an exponent. Decimal arithmetic keeps '3920m' at exactly 3.92.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    m = _QUANTITY_RE.match(text)
+    if not m:
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    try:
+        number = Decimal(m.group("num"))
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
+        raise ValueError(f"not a Kubernetes quantity: {value!r}") from exc
+    suffix = m.group("suffix") or ""
+    if suffix in _SUFFIX_FACTOR:
+        factor = _SUFFIX_FACTOR[suffix]
+    else:  # decimal exponent: e3, E-2
+        factor = Decimal(10) ** int(suffix[1:])
+    return float(number * factor)
+
+
+def _quantities(resources: dict[str, Any] | None, warnings: list[str], where: str) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for key, raw in (resources or {}).items():
+        try:
+            out[key] = parse_quantity(raw)
+        except ValueError:
+            out[key] = None  # missing, never 0
+            warnings.append(f"{where}: resource {key}={raw!r} is not a quantity; stored as null")
+    return out
+
+
+def _one_quantity(raw: Any, warnings: list[str], where: str) -> float | None:
+    if raw is None:
+        return None
+    try:
+        return parse_quantity(raw)
+    except ValueError:
+        warnings.append(f"{where}: {raw!r} is not a quantity; stored as null")
+        return None
+
+
+# --- per-kind projections -------------------------------------------------------------------------------
+
+def _spec_node(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {
+        "providerID": spec.get("providerID"),
+        "unschedulable": bool(spec.get("unschedulable", False)),
+        "capacity": _quantities(status.get("capacity"), warnings, where),
+        "allocatable": _quantities(status.get("allocatable"), warnings, where),
+    }
+
+
+def _container_state(status: dict[str, Any]) -> tuple[str | None, str | None]:
+    state = status.get("state") or {}
+    for name in ("waiting", "running", "terminated"):
+        if name in state and state[name] is not None:
+            return name, (state[name] or {}).get("reason")
+    return None, None
+
+
+def _spec_pod(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status, meta = obj.get("spec") or {}, obj.get("status") or {}, obj.get("metadata") or {}
+    containers = []
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        cw = f"{where} container {c.get('name')}"
+        containers.append({
+            "name": c.get("name"),
+            "requests": _quantities(res.get("requests"), warnings, cw),
+            "limits": _quantities(res.get("limits"), warnings, cw),
+        })
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        state, reason = _container_state(cs)
+        statuses.append({"name": cs.get("name"), "state": state, "reason": reason,
+                         "restartCount": cs.get("restartCount")})
+    claims = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in spec.get("volumes") or []
+        if (v.get("persistentVolumeClaim") or {}).get("claimName")
+    ]
+    return {
+        "nodeName": spec.get("nodeName"),
+        "phase": status.get("phase"),
+        "creationTimestamp": meta.get("creationTimestamp"),
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "containers": containers,
+        "containerStatuses": statuses,
+        "pvcClaimNames": claims,
+    }
+
+
+def _spec_pvc(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {
+        "storageClassName": spec.get("storageClassName"),
+        "requestsStorage": _one_quantity(((spec.get("resources") or {}).get("requests") or {}).get("storage"),
+                                         warnings, where),
+        "volumeName": spec.get("volumeName"),
+        "capacityStorage": _one_quantity((status.get("capacity") or {}).get("storage"), warnings, where),
+        "phase": status.get("phase"),
+    }
+
+
+def _spec_pv(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    claim = spec.get("claimRef") or None
+    csi = spec.get("csi") or {}
+    return {
+        "capacityStorage": _one_quantity((spec.get("capacity") or {}).get("storage"), warnings, where),
+        "storageClassName": spec.get("storageClassName"),
+        "claimRef": {"namespace": claim.get("namespace"), "name": claim.get("name")} if claim else None,
+        "csiDriver": csi.get("driver"),
+        "csiVolumeHandle": csi.get("volumeHandle"),
+        "phase": status.get("phase"),
+    }
+
+
+def _spec_service(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    ingress = ((status.get("loadBalancer") or {}).get("ingress")) or []
+    return {
+        "type": spec.get("type"),
+        "selector": spec.get("selector") or {},
+        "loadBalancerIngress": [{"ip": i.get("ip"), "hostname": i.get("hostname")} for i in ingress],
+    }
+
+
+def _spec_namespace(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    return {"phase": (obj.get("status") or {}).get("phase")}
+
+
+_SPEC: dict[str, Callable[[dict[str, Any], list[str], str], dict[str, Any]]] = {
+    "Node": _spec_node,
+    "Pod": _spec_pod,
+    "PersistentVolumeClaim": _spec_pvc,
+    "PersistentVolume": _spec_pv,
+    "Service": _spec_service,
+    "Namespace": _spec_namespace,
+}
+
+
+def _controller(meta: dict[str, Any]) -> dict[str, Any] | None:
+    refs = meta.get("ownerReferences") or []
+    for ref in refs:
+        if ref.get("controller"):
+            return ref
+    # Some operators omit `controller: true`; a sole owner is still the only chain there is.
+    return refs[0] if len(refs) == 1 else None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def object_row(kind: str, obj: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """Project one API object onto the raw.k8s_objects columns (without cluster/hour)."""
+    meta = obj.get("metadata") or {}
+    where = f"{kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
+    owner = _controller(meta) or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in DROPPED_ANNOTATIONS}
+    project = _SPEC.get(kind)
+    return {
+        "kind": kind,
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "labels": _dumps(meta.get("labels") or {}),
+        "annotations": _dumps(annotations),
+        "owner_kind": owner.get("kind"),
+        "owner_name": owner.get("name"),
+        "owner_uid": owner.get("uid"),
+        "spec": _dumps(project(obj, warnings, where) if project else {}),
+    }
+
+
+# --- client and paging ----------------------------------------------------------------------------------
+
+def build_api_client(cluster: ClusterSettings) -> client.ApiClient:
+    """An ApiClient from the cluster's settings: in-cluster, kubeconfig (context/file) or an explicit host."""
+    k = cluster.kubernetes
+    configuration = client.Configuration()
+    try:
+        if k.in_cluster:
+            # re-reads the rotating bound service-account token before it expires
+            config.load_incluster_config(client_configuration=configuration)
+        elif k.host is None or k.kubeconfig or k.context:
+            config.load_kube_config(config_file=k.kubeconfig, context=k.context,
+                                    client_configuration=configuration, persist_config=False)
+    except (ConfigException, OSError) as exc:
+        how = "in-cluster service account" if k.in_cluster else f"kubeconfig {k.kubeconfig or '~/.kube/config'}"
+        raise SourceError(f"cluster {cluster.name}: cannot load Kubernetes credentials from {how}: {exc}") from exc
+    if k.host:
+        configuration.host = k.host.rstrip("/")
+    configuration.verify_ssl = bool(k.verify_tls and configuration.verify_ssl)
+    # urllib3 would otherwise sleep through 429/503 Retry-After itself (hidden, unbounded by us); keep its
+    # connect/read retries and let _list_all own throttling.
+    configuration.retries = urllib3.util.Retry(total=3, status=0, respect_retry_after_header=False,
+                                               raise_on_status=False)
+    return client.ApiClient(configuration)
+
+
+def _status_message(exc: ApiException) -> str:
+    """The Status object's message (the apiserver's own words), else the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+        if isinstance(body, dict) and body.get("message"):
+            return f"{body.get('reason') or exc.reason}: {body['message']}"
+    except ValueError:
+        pass
+    return str(exc.reason or "no message")
+
+
+def _retry_after(exc: ApiException, attempt: int) -> float:
+    raw = (exc.headers or {}).get("Retry-After")
+    try:
+        wait = float(raw) if raw is not None else 2.0 ** attempt
+    except ValueError:
+        wait = 2.0 ** attempt
+    return min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+
+
+class _KindUnavailable(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _list_all(cluster: str, list_fn: Callable[..., Any], spec: _Kind, page_size: int,
+              stats: dict[str, Any]) -> list[dict[str, Any]]:
+    """All items of one kind, page by page; an expired continue token restarts the list once."""
+    restarted = False
+    throttled = 0
+    while True:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        try:
+            while True:
+                try:
+                    kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False,
+                                              "_request_timeout": REQUEST_TIMEOUT_S}
+                    if token:
+                        kwargs["_continue"] = token
+                    resp = list_fn(**kwargs)
+                except ApiException as exc:
+                    if exc.status in RETRY_STATUSES and throttled < MAX_THROTTLE_RETRIES:
+                        throttled += 1
+                        wait = _retry_after(exc, throttled)
+                        stats["throttled_s"] = stats.get("throttled_s", 0.0) + wait
+                        _sleep(wait)
+                        continue  # same page, same token
+                    raise
+                stats["pages"] = stats.get("pages", 0) + 1
+                body = json.loads(resp.data)
+                items.extend(body.get("items") or [])
+                meta = body.get("metadata") or {}
+                stats["resourceVersion"] = meta.get("resourceVersion")
+                token = meta.get("continue") or None
+                if not token:
+                    return items
+        except ApiException as exc:
+            if exc.status == 410 and not restarted:
+                # A consistent snapshot needs a fresh list; the 410's own token would mix snapshots.
+                restarted = True
+                stats["restarted"] = True
+                continue
+            if exc.status in (403, 404):
+                raise _KindUnavailable(exc.status, _status_message(exc)) from exc
+            raise SourceError(
+                f"cluster {cluster}: GET {spec.path} failed with HTTP {exc.status}: {_status_message(exc)}"
+            ) from exc
+
+
+def extract_kubernetes_snapshot(
+    cluster: ClusterSettings,
+    hour: datetime,
+    api_client: client.ApiClient | None = None,
+) -> ExtractResult:
+    """Snapshot the cluster's objects for `hour` into raw.k8s_objects.
+
+    A kind the service account may not list (403) or the apiserver does not serve (404) is skipped with a
+    warning in metadata; 401, connection failures, repeated 410/429 or 5xx raise SourceError.
+    A caller-supplied `api_client` keeps its own urllib3 retry policy (the default one already sleeps
+    through a few 429 Retry-After answers before ours sees them).
+    """
+    if hour.tzinfo is not None:
+        hour = hour.astimezone(UTC).replace(tzinfo=None)
+    hour_ts = hour_floor(hour)
+    owns_client = api_client is None
+    api = api_client or build_api_client(cluster)
+    apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api), "batch": client.BatchV1Api(api)}
+    page_size = max(1, int(cluster.kubernetes.page_size))
+    warnings: list[str] = []
+    skipped: list[str] = []
+    requests: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    try:
+        for spec in KINDS:
+            stats: dict[str, Any] = {"path": spec.path}
+            requests[spec.kind] = stats
+            list_fn = getattr(apis[spec.api], spec.method)
+            try:
+                items = _list_all(cluster.name, list_fn, spec, page_size, stats)
+            except _KindUnavailable as exc:
+                hint = " (grant get/list on it in the ClusterRole)" if exc.status == 403 else ""
+                warnings.append(f"cluster {cluster.name}: skipped {spec.kind}: GET {spec.path} "
+                                f"returned HTTP {exc.status}: {exc.message}{hint}")
+                skipped.append(spec.kind)
+                continue
+            except urllib3.exceptions.HTTPError as exc:
+                raise SourceError(
+                    f"cluster {cluster.name}: GET {api.configuration.host}{spec.path} failed: "
+                    f"cannot reach the Kubernetes API: {exc}"
+                ) from exc
+            stats["items"] = len(items)
+            for obj in items:
+                rows.append(object_row(spec.kind, obj, warnings))
+    finally:
+        if owns_client:
+            api.close()
+    if len(skipped) == len(KINDS):
+        raise SourceError(f"cluster {cluster.name}: every kind was refused; first: {warnings[0]}")
+    frame = pd.DataFrame(rows, columns=COLUMNS[2:])
+    frame.insert(0, "hour_ts", pd.Series([hour_ts] * len(frame), dtype="datetime64[us]"))
+    frame.insert(0, "cluster", cluster.name)
+    for w in warnings:
+        log.warning(w)
+    return ExtractResult(
+        batches={TABLE: frame},
+        partitions=[{"cluster": cluster.name, "hour_ts": hour_ts}],
+        metadata={
+            "host": api.configuration.host,
+            "requests": requests,
+            "skipped_kinds": skipped,
+            "warnings": warnings,
+            "objects": len(frame),
+            "seconds": round(time.monotonic() - started, 3),
+        },
+    )

@@ -1,0 +1,175 @@
+"""Prometheus extractor against a real Prometheus 2.42 serving the backfilled scenario (tests/fixtures/prom_scenario.py).
+
+Tolerances:
+- running minutes, run_start_s/run_end_s, requests, limits, capacities: exact (raw-sample counts and gauges).
+- CPU core-seconds: rate() over [h, h+1) is exact for a series that covers the hour (the scenario's counters are
+  linear inside an hour). A series born or ending inside the hour (pod start/end, restart -> new cgroup) makes
+  rate() extrapolate by up to half a scrape interval (or to the counter's zero point), so each such edge may
+  shift the result by at most one scrape interval of usage: tolerance = rate x 60 s x edges (+ 1e-6 relative).
+- memory average/peak, CPU peak: 1 % relative (the gap hour's subquery points see one stale sample).
+- network bytes: 1e-6 relative (constant byte rates over whole hours).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+import duckdb
+import pytest
+
+from pipelines.settings import ClusterSettings, PrometheusSettings
+from pipelines.sources.base import SourceError
+from pipelines.sources.prometheus import PrometheusClient, _plan, extract_prometheus_hours
+from pipelines.warehouse.connection import ensure_raw_schema
+from pipelines.warehouse.landing import replace_partitions
+from tests.fixtures.prom_scenario import DAY, HOURS, SCRAPE_S
+
+pytestmark = [pytest.mark.integration, pytest.mark.prometheus]
+
+HOURS_LIST = [DAY + timedelta(hours=i) for i in range(HOURS)]
+
+
+def _cluster(url: str, name: str = "small") -> ClusterSettings:
+    return ClusterSettings(name=name, source="prometheus", prometheus=PrometheusSettings(
+        url=url, cluster_label="cluster", scrape_interval_s=SCRAPE_S, retries=1, timeout_s=30))
+
+
+@pytest.fixture(scope="module")
+def extracted(prometheus_scenario: Any) -> Any:
+    return extract_prometheus_hours(_cluster(prometheus_scenario.url), HOURS_LIST)
+
+
+def _close(got: Any, want: Any, rel: float = 1e-9, abs_: float = 1e-9) -> bool:
+    if want is None:
+        return got is None or (isinstance(got, float) and math.isnan(got))
+    return got is not None and not (isinstance(got, float) and math.isnan(got)) and \
+        math.isclose(float(got), float(want), rel_tol=rel, abs_tol=abs_)
+
+
+def test_container_rows_equal_known_values(extracted: Any, prometheus_scenario: Any) -> None:
+    exp = prometheus_scenario.expected["small"]["containers"]
+    frame = extracted.batches["container_hours"]
+    got = {(r["hour_ts"].to_pydatetime(), r["pod_uid"], r["container"]): r for r in frame.to_dict("records")}
+    assert set(got) == set(exp), "one row per (hour, pod uid, container) with samples in the hour"
+    for key, want in exp.items():
+        g = got[key]
+        for col in ("namespace", "pod"):
+            assert g[col] == want[col], (key, col)
+        assert (g["node"] if isinstance(g["node"], str) else None) == want["node"], key
+        for col in ("running_minutes", "run_start_s", "run_end_s", "cpu_request_cores", "ram_request_bytes",
+                    "cpu_limit_cores"):
+            assert _close(g[col], want[col]), (key, col, g[col], want[col])
+        for col in ("cpu_usage_max_cores", "ram_usage_avg_bytes", "ram_usage_max_bytes"):
+            assert _close(g[col], want[col], rel=0.01), (key, col, g[col], want[col])
+        cpu = want["cpu_usage_core_seconds"]
+        if cpu is None:
+            assert _close(g["cpu_usage_core_seconds"], None), key
+        else:
+            tol = want["cpu_usage_max_cores"] * SCRAPE_S * want["cpu_series_edges"]
+            assert _close(g["cpu_usage_core_seconds"], cpu, rel=1e-6, abs_=tol), (key, g["cpu_usage_core_seconds"], cpu)
+        assert (frame["_source"] == "prometheus").all()
+
+
+def test_ha_kube_state_metrics_is_deduplicated(extracted: Any) -> None:
+    f = extracted.batches["container_hours"]
+    web_a = f[(f["namespace"] == "team-a") & (f["pod"] == "web-1") & (f["container"] == "app")]
+    assert web_a["running_minutes"].max() == 60.0           # two KSM replicas, never 120
+    assert set(web_a["cpu_request_cores"]) == {0.25}          # max by, never summed
+    assert f.duplicated(["hour_ts", "pod_uid", "container"]).sum() == 0
+
+
+def test_same_name_pods_kept_apart_by_uid(extracted: Any) -> None:
+    f = extracted.batches["container_hours"]
+    h0 = f[(f["hour_ts"] == DAY) & (f["pod"] == "web-1") & (f["container"] == "app")]
+    by_ns = {r["namespace"]: r for r in h0.to_dict("records")}
+    assert set(by_ns) == {"team-a", "team-b"}
+    assert by_ns["team-a"]["pod_uid"] != by_ns["team-b"]["pod_uid"]
+    # team-b's cgroup paths use the systemd driver (underscores): its usage still maps to its own uid
+    assert by_ns["team-a"]["cpu_usage_core_seconds"] == pytest.approx(0.5 * 3600)
+    assert by_ns["team-b"]["cpu_usage_core_seconds"] == pytest.approx(0.2 * 3600)
+
+
+def test_counter_reset_on_restart_is_handled(extracted: Any) -> None:
+    f = extracted.batches["container_hours"]
+    row = f[(f["hour_ts"] == DAY + timedelta(hours=1)) & (f["namespace"] == "team-a") & (f["pod"] == "web-1")
+            & (f["container"] == "app")].iloc[0]
+    # restart at 01:20 -> new cgroup series from ~0; rate per series then sum: no negative or doubled usage
+    assert row["cpu_usage_core_seconds"] == pytest.approx(0.625 * 3600, abs=0.625 * SCRAPE_S * 2)
+    assert row["cpu_usage_max_cores"] == pytest.approx(0.625, rel=0.01)
+
+
+def test_pod_node_namespace_volume_service_rows(extracted: Any, prometheus_scenario: Any) -> None:
+    exp = prometheus_scenario.expected["small"]
+    pods = {(r["hour_ts"].to_pydatetime(), r["pod_uid"]): r for r in extracted.batches["pod_hours"].to_dict("records")}
+    assert set(pods) == set(exp["pods"])
+    for key, want in exp["pods"].items():
+        g = pods[key]
+        for col in ("namespace", "pod", "phase", "controller_kind", "controller_name", "owner_kind", "labels"):
+            assert (g[col] if isinstance(g[col], str) else None) == want[col], (key, col)
+        for col in ("network_transmit_bytes", "network_receive_bytes"):
+            assert _close(g[col], want[col], rel=1e-6), (key, col, g[col], want[col])
+    nodes = {(r["hour_ts"].to_pydatetime(), r["node"]): r for r in extracted.batches["node_hours"].to_dict("records")}
+    assert set(nodes) == set(exp["nodes"])
+    for key, want in exp["nodes"].items():
+        for col, v in want.items():
+            assert _close(nodes[key][col], v) if isinstance(v, float) else nodes[key][col] == v, (key, col)
+    ns = extracted.batches["namespace_hours"]
+    assert ns[(ns["namespace"] == "team-a")]["labels"].unique().tolist() == ['{"team": "a"}']
+    vol = extracted.batches["volume_hours"]
+    pv1 = vol[vol["pv"] == "pv-001"].set_index("hour_ts")
+    assert (pv1["pvc"] == "data-web").all() and (pv1["pvc_request_bytes"] == 10 * 2**30).all()
+    assert pv1["active_minutes"].tolist() == [exp["full_minutes"][h] for h in HOURS_LIST]
+    pv2 = vol[vol["pv"] == "pv-002"]
+    assert pv2["pvc"].isna().all() and (pv2["pv_capacity_bytes"] == 5 * 2**30).all()
+    mounts = extracted.batches["pod_volume_hours"]
+    assert set(mounts["pvc"]) == {"data-web"} and mounts["pod_uid"].nunique() == 1 and len(mounts) == HOURS
+    svc = extracted.batches["service_hours"]
+    assert set(svc["service"]) == {"web-lb"}  # ClusterIP services are not landed
+    assert (svc["ingress"] == "203.0.113.10").all()
+    assert set(svc["pod_uid"]) == {"0a1b2c3d-0000-4000-8000-00000000000a"}
+    assert "gpu_hours" not in extracted.batches  # no DCGM metrics in the scenario
+
+
+def test_query_count_bounded_and_independent_of_pod_count(prometheus_scenario: Any, extracted: Any) -> None:
+    big = extract_prometheus_hours(_cluster(prometheus_scenario.url, "big"), HOURS_LIST)
+    assert big.rows() > extracted.rows()  # 40 more pods ...
+    assert big.metadata["queries"] == extracted.metadata["queries"]  # ... same number of requests
+    plan = len(_plan([], False, SCRAPE_S))
+    assert extracted.metadata["queries"] == 1 + plan  # buildinfo + one request per planned query (one chunk)
+    assert extracted.metadata["queries_per_hour"] <= plan
+    assert extracted.metadata["left_open_ranges"] is False
+
+
+def test_split_hours_give_the_same_rows(prometheus_scenario: Any, extracted: Any) -> None:
+    cluster = _cluster(prometheus_scenario.url)
+    client = PrometheusClient(cluster.prometheus, cluster.name)
+    parts = [extract_prometheus_hours(cluster, [h], client) for h in (HOURS_LIST[0], HOURS_LIST[2])]
+    full = extracted.batches["container_hours"]
+    for part, h in zip(parts, (HOURS_LIST[0], HOURS_LIST[2]), strict=True):
+        assert part.partitions == [{"cluster": "small", "hour_ts": h}]
+        a = part.batches["container_hours"].sort_values(["pod_uid", "container"]).reset_index(drop=True)
+        b = full[full["hour_ts"] == h].sort_values(["pod_uid", "container"]).reset_index(drop=True)
+        assert a.drop(columns=["cpu_usage_core_seconds"]).equals(b.drop(columns=["cpu_usage_core_seconds"]))
+    assert parts[1].metadata["queries"] == len(_plan([], False, SCRAPE_S))  # detection cached on the client
+
+
+def test_hour_without_kube_state_metrics_is_an_error(prometheus_scenario: Any) -> None:
+    with pytest.raises(SourceError, match="no kube-state-metrics data") as err:
+        extract_prometheus_hours(_cluster(prometheus_scenario.url), [DAY - timedelta(hours=5)])
+    assert "small" in str(err.value)
+
+
+def test_landing_twice_is_idempotent(extracted: Any) -> None:
+    con = duckdb.connect()
+    ensure_raw_schema(con)
+    first = replace_partitions(con, extracted.batches, extracted.partitions)
+    counts = {t: con.execute(f"select count(*) from raw.{t}").fetchone()[0] for t in first}  # noqa: S608
+    second = replace_partitions(con, extracted.batches, extracted.partitions)
+    again = {t: con.execute(f"select count(*) from raw.{t}").fetchone()[0] for t in first}  # noqa: S608
+    assert first == second and counts == again
+    assert counts["container_hours"] == len(extracted.batches["container_hours"])
+    # NULL (not observed) stays NULL, never 0
+    assert con.execute("select count(*) from raw.container_hours where pod = 'pending-1' "
+                       "and cpu_usage_core_seconds is null and running_minutes = 0").fetchone()[0] == 2
