@@ -5,6 +5,7 @@ import dagster as dg
 
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.steps import prune_raw
 from pipelines.warehouse.publish import export_parquet, folder_size, publish_serving_copy
 
 MART_KEYS = [["marts", name] for name in (
@@ -27,7 +28,10 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
         day = day.fromordinal(day.toordinal() + 1)
     published = publish_serving_copy(settings.warehouse_path, settings.serving_path)
     parquet = export_parquet(settings.warehouse_path, settings.parquet_path, days)
-    with kubeledger.connect(read_only=True) as con:
+    with kubeledger.connect() as con:
+        # raw hourly rows past retention go only after a good build has published the marts built from them
+        newest = con.execute("select max(hour_ts) from raw.node_hours").fetchone()[0]
+        pruned = prune_raw(con, settings.warehouse.raw_retention_days, newest) if newest else {}
         totals = con.execute(
             "select count(*), sum(hours_covered), sum(total_cost), sum(energy_kwh), sum(co2e_total_g), "
             "avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date >= ? and usage_date < ?",
@@ -44,4 +48,5 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
         "energy_kwh": totals[3],
         "co2e_total_g": totals[4],
         "estimated_co2e_share": totals[5],
+        "raw_rows_pruned": dg.MetadataValue.json(pruned),
     })

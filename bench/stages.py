@@ -1,0 +1,297 @@
+"""The benchmark's stages. Each runs in a child process (`python -m bench.stages STAGE PARAMS_JSON RESULT_JSON`)
+so the parent can read its wall time and peak RSS apart from every other stage; each writes a small JSON result
+(rows in/out and stage-specific numbers) to RESULT_JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+CLUSTER = "bench"
+MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
+               "fct_node_energy_daily")
+RAW_METRIC_TABLES = ("container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours",
+                     "pod_volume_hours", "service_hours", "gpu_hours")
+
+
+# --- settings --------------------------------------------------------------------------------------------
+
+
+def paths(p: dict[str, Any]) -> dict[str, Path]:
+    wd = Path(p["workdir"])
+    return {"warehouse": wd / "kubeledger.duckdb", "serving": wd / "serving.duckdb", "parquet": wd / "parquet",
+            "target": wd / "dbt_target", "logs": wd / "dbt_logs"}
+
+
+def settings_for(p: dict[str, Any]):
+    from pipelines.settings import (
+        CarbonSettings,
+        ClusterSettings,
+        DemoSettings,
+        PrometheusSettings,
+        Settings,
+        WarehouseSettings,
+    )
+
+    pt = paths(p)
+    if p.get("prometheus_url"):
+        cluster = ClusterSettings(name="scale", source="prometheus", prometheus=PrometheusSettings(
+            url=p["prometheus_url"], cluster_label="cluster", cluster_label_value="scale", scrape_interval_s=60,
+            timeout_s=300))
+    else:
+        cluster = ClusterSettings(name=CLUSTER, source="demo", demo=DemoSettings(
+            nodes=int(p["nodes"]), pods_per_node=int(p["ppn"]), containers_per_pod=int(p["cpp"]),
+            seed=int(p.get("seed", 42))))
+    return Settings(
+        warehouse=WarehouseSettings(path=str(pt["warehouse"]), serving_path=str(pt["serving"]),
+                                    parquet_path=str(pt["parquet"]), memory_limit=p.get("memory_limit", "4GB"),
+                                    threads=int(p.get("threads", 2))),
+        clusters=(cluster,),
+        carbon=CarbonSettings(provider="demo"),
+    )
+
+
+def window(p: dict[str, Any]) -> tuple[datetime, datetime]:
+    day = date.fromisoformat(p["day"])
+    start = datetime(day.year, day.month, day.day)
+    return start, start + timedelta(hours=int(p.get("hours", 24)))
+
+
+def day_hours(p: dict[str, Any]) -> list[datetime]:
+    start, end = window(p)
+    return [start + timedelta(hours=i) for i in range(int((end - start).total_seconds() // 3600))]
+
+
+# --- stages ----------------------------------------------------------------------------------------------
+
+
+def stage_generate(p: dict[str, Any]) -> dict[str, Any]:
+    """The demo generator alone, hour by hour (nothing kept)."""
+    from pipelines.sources.demo import iter_demo_hours
+
+    settings = settings_for(p)
+    rows = 0
+    for result in iter_demo_hours(settings.clusters[0], day_hours(p)):
+        rows += sum(len(f) for f in result.batches.values())
+    return {"rows_in": 0, "rows_out": rows}
+
+
+def stage_load(p: dict[str, Any]) -> dict[str, Any]:
+    """Generate again and land hour by hour (replace_partitions), plus carbon, Boavizta and pricing.
+    `seconds` is the landing time alone (generation is timed by the generate stage)."""
+    from pipelines import steps
+    from pipelines.sources.demo import iter_demo_hours
+
+    settings = settings_for(p)
+    hours = day_hours(p)
+    con = steps.open_warehouse(settings)
+    land_s = 0.0
+    rows = 0
+    for result in iter_demo_hours(settings.clusters[0], hours):
+        t = time.perf_counter()
+        rows += sum(steps.land(con, result).values())
+        land_s += time.perf_counter() - t
+    t = time.perf_counter()
+    ref = steps.extract_carbon(settings, con, hours)["rows"]
+    ref += steps.extract_boavizta_impacts(settings, con, hours)["rows"]
+    steps.load_pricing(settings, con)
+    land_s += time.perf_counter() - t
+    con.close()
+    return {"rows_in": rows + ref, "rows_out": rows + ref, "seconds": land_s}
+
+
+def _count(con, tables: list[str], where: str = "", params: list[Any] | None = None) -> int:
+    total = 0
+    for t in tables:
+        total += con.execute(f"select count(*) from {t} {where}", params or []).fetchone()[0]  # noqa: S608
+    return total
+
+
+def _tables(con, schema: str, kind: str = "BASE TABLE") -> list[str]:
+    return [f"{schema}.{r[0]}" for r in con.execute(
+        "select table_name from information_schema.tables where table_schema = ? and table_type = ? order by 1",
+        [schema, kind]).fetchall()]
+
+
+def layer_rows(p: dict[str, Any], layer: str) -> tuple[int, int]:
+    """(rows the layer reads, rows it writes) for the build window."""
+    import duckdb
+
+    con = duckdb.connect(str(paths(p)["warehouse"]), read_only=True)
+    try:
+        start, end = window(p)
+        raw = _count(con, [f"raw.{t}" for t in RAW_METRIC_TABLES], "where hour_ts >= ? and hour_ts < ?",
+                     [start, end])
+        if layer == "seed":
+            return 0, _count(con, _tables(con, "seeds"))
+        if layer == "staging":
+            return raw, raw  # views: rows visible through them equal the raw rows in the window
+        inter = _count(con, _tables(con, "intermediate"))
+        if layer == "intermediate":
+            return raw, inter
+        marts = _count(con, [f"marts.{t}" for t in MART_TABLES], "where usage_date >= ? and usage_date < ?",
+                       [start.date(), end.date() if end.time() == datetime.min.time() else end.date() + timedelta(1)])
+        return inter, marts
+    finally:
+        con.close()
+
+
+def dbt_args(p: dict[str, Any], command: list[str]) -> list[str]:
+    from pipelines import DBT_PROJECT_DIR
+    from pipelines.steps import dbt_vars
+
+    settings = settings_for(p)
+    start, end = window(p)
+    pt = paths(p)
+    return [*command, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+            "--target-path", str(pt["target"]), "--log-path", str(pt["logs"]), "--quiet",
+            "--vars", json.dumps(dbt_vars(settings, start, end))]
+
+
+def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
+    """One dbt layer: seed, staging, intermediate, marts (dbt run --select <layer>) or test."""
+    from dbt.cli.main import dbtRunner
+
+    from pipelines.steps import warehouse_env
+
+    os.environ.update(warehouse_env(settings_for(p)))
+    layer = p["layer"]
+    if layer == "seed":
+        command = ["seed"]
+    elif layer == "test":
+        command = ["test"]
+    else:
+        command = ["run", "--select", layer]
+    res = dbtRunner().invoke(dbt_args(p, command))
+    models = {}
+    rr = paths(p)["target"] / "run_results.json"
+    if rr.exists():
+        for r in json.loads(rr.read_text()).get("results", []):
+            models[r["unique_id"].split(".")[-1]] = round(float(r.get("execution_time") or 0), 3)
+    if not res.success:
+        raise SystemExit(f"dbt {' '.join(command)} failed: {res.exception or 'see ' + str(paths(p)['logs'])}")
+    rows_in, rows_out = (0, 0) if layer == "test" else layer_rows(p, layer)
+    return {"rows_in": rows_in, "rows_out": rows_out, "models": models}
+
+
+def stage_replicate(p: dict[str, Any]) -> dict[str, Any]:
+    """Copy the built day to the next days-1 days in every mart, shifting each DATE/TIMESTAMP column by k days."""
+    import duckdb
+
+    day = date.fromisoformat(p["day"])
+    n_days = int(p["days"])
+    con = duckdb.connect(str(paths(p)["warehouse"]),
+                         config={"memory_limit": p.get("memory_limit", "4GB"), "threads": str(p.get("threads", 2))})
+    rows = 0
+    try:
+        con.execute("begin transaction")
+        for table in MART_TABLES:
+            cols = con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = 'marts' and table_name = ? order by ordinal_position", [table]).fetchall()
+            shifted = [f"t.{c} + to_days(r.k::integer) as {c}" for c, typ in cols
+                       if typ == "DATE" or typ.startswith("TIMESTAMP")]
+            replace = f" replace ({', '.join(shifted)})" if shifted else ""
+            con.execute(f"delete from marts.{table} where usage_date > ?", [day])  # noqa: S608
+            con.execute(
+                f"insert into marts.{table} select t.*{replace} from marts.{table} t, "  # noqa: S608
+                f"range(1, {n_days}) r(k) where t.usage_date = ?", [day])
+            rows += con.execute(f"select count(*) from marts.{table}").fetchone()[0]  # noqa: S608
+        con.execute("commit")
+    finally:
+        con.close()
+    return {"rows_in": rows // max(n_days, 1), "rows_out": rows}
+
+
+def stage_publish(p: dict[str, Any]) -> dict[str, Any]:
+    from pipelines.warehouse.publish import export_parquet, publish_serving_copy
+
+    pt = paths(p)
+    day = date.fromisoformat(p["day"])
+    days = [day + timedelta(days=i) for i in range(int(p.get("days", 1)))]
+    published = publish_serving_copy(pt["warehouse"], pt["serving"])
+    files = export_parquet(pt["warehouse"], pt["parquet"], days)
+    rows = sum(published.tables.values())
+    return {"rows_in": rows, "rows_out": rows, "parquet_files": sum(files.values()), "bytes": published.bytes}
+
+
+def stage_query(p: dict[str, Any]) -> dict[str, Any]:
+    """n queries each: window=1d aggregate=namespace and aggregate=label:app shareIdle=true, over the serving copy
+    (and, with days > 1, over the whole span as an explicit RFC3339 pair)."""
+    import duckdb
+
+    from pipelines.serving.engine import AllocationQuery, query_allocations
+
+    day = date.fromisoformat(p["day"])
+    n = int(p.get("queries", 20))
+    days = int(p.get("days", 1))
+    start = datetime(day.year, day.month, day.day)
+    if days > 1:
+        win = f"{start:%Y-%m-%dT%H:%M:%SZ},{start + timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
+        label = f"{days}d"
+    else:
+        win, label = "1d", "1d"
+    now = start + timedelta(hours=12)
+    shapes = {
+        f"window={label}&aggregate=namespace": dict(aggregate="namespace"),
+        f"window={label}&aggregate=label:app&shareIdle=true": dict(aggregate="label:app", share_idle=True),
+    }
+    con = duckdb.connect(str(paths(p)["serving"]), read_only=True,
+                         config={"threads": str(p.get("threads", 2))})
+    out: dict[str, Any] = {}
+    rows_scanned = con.execute("select count(*) from marts.fct_allocation_daily").fetchone()[0]
+    try:
+        for name, kw in shapes.items():
+            lat = []
+            sets = None
+            for _ in range(n):
+                t = time.perf_counter()
+                sets = query_allocations(con, AllocationQuery(window=win, now=now, **kw))
+                lat.append(time.perf_counter() - t)
+            lat.sort()
+            out[name] = {"p50": statistics.median(lat), "p95": lat[min(len(lat) - 1, int(round(0.95 * len(lat))) - 1)],
+                         "keys": len(sets[0]) if sets else 0}
+    finally:
+        con.close()
+    return {"rows_in": rows_scanned, "rows_out": 0, "queries": out}
+
+
+def stage_prometheus(p: dict[str, Any]) -> dict[str, Any]:
+    """extract_prometheus_hours for the day's hours from a Prometheus serving the scale TSDB (not landed)."""
+    from pipelines.sources.prometheus import extract_prometheus_hours
+
+    settings = settings_for(p)
+    hours = day_hours(p)
+    t = time.perf_counter()
+    res = extract_prometheus_hours(settings.clusters[0], hours)
+    el = time.perf_counter() - t
+    m = res.metadata
+    rows = sum(len(f) for f in res.batches.values())
+    return {"rows_in": 0, "rows_out": rows, "seconds_extract": el, "hours": len(hours),
+            "queries": m.get("queries"), "queries_per_hour": m.get("queries_per_hour"),
+            "size_splits": m.get("size_splits"), "seconds_per_hour": el / max(len(hours), 1),
+            "table_rows": {t: len(f) for t, f in res.batches.items()}}
+
+
+STAGES = {"generate": stage_generate, "load": stage_load, "dbt": stage_dbt, "replicate": stage_replicate,
+          "publish": stage_publish, "query": stage_query, "prometheus": stage_prometheus}
+
+
+def main(argv: list[str]) -> int:
+    stage, params_json, result_path = argv
+    params = json.loads(params_json)
+    t = time.perf_counter()
+    result = STAGES[stage](params)
+    result.setdefault("seconds", time.perf_counter() - t)
+    Path(result_path).write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
