@@ -1,5 +1,7 @@
 """kubeledger: cost, energy and carbon for every Kubernetes workload."""
 
+import shutil
+import sys
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -8,3 +10,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DBT_PROJECT_DIR = PROJECT_ROOT / "dbt_project"
 SQL_DIR = PROJECT_ROOT / "sql"
 SEEDS_DIR = PROJECT_ROOT / "seeds"
+
+
+def dbt_executable() -> str:
+    """The dbt next to this interpreter (the project venv), even when the venv is not on PATH."""
+    local = Path(sys.executable).parent / "dbt"
+    return str(local) if local.exists() else (shutil.which("dbt") or "dbt")

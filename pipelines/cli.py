@@ -67,12 +67,14 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
 
     first, last = start.isoformat(), end.isoformat()
     run("reference")
-    run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"})
+    run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
+        run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
     config = {"ops": {"dbt_daily": {"config": {"cluster": cluster}}}}
+    cluster_tags = {"kubeledger/cluster": cluster} if cluster else {}
     if start == end:
-        run("daily_warehouse", partition_key=first, run_config=config)
+        run("daily_warehouse", partition_key=first, run_config=config, tags=cluster_tags or None)
     else:
-        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last}, run_config=config)
+        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags}, run_config=config)
     return timings
 
 

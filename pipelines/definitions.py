@@ -6,20 +6,11 @@ Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGE
 from __future__ import annotations
 
 import os
-import shutil
-import sys
-from pathlib import Path
 
 import dagster as dg
 
 from pipelines.settings import Settings, load_settings
 from pipelines.steps import warehouse_env
-
-
-def dbt_executable() -> str:
-    """The dbt next to this interpreter (the project venv), even when the venv is not on PATH."""
-    local = Path(sys.executable).parent / "dbt"
-    return str(local) if local.exists() else (shutil.which("dbt") or "dbt")
 
 
 def build_definitions(settings: Settings | None = None, config_path: str | None = None) -> dg.Definitions:
@@ -29,7 +20,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
 
     from dagster_dbt import DbtCliResource
 
-    from pipelines import DBT_PROJECT_DIR
+    from pipelines import DBT_PROJECT_DIR, dbt_executable
     from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_reference_assets
     from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
     from pipelines.dagster_defs.assets_serving import serving_warehouse

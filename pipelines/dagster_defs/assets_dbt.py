@@ -3,12 +3,13 @@
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from pipelines import DBT_PROJECT_DIR
+from pipelines import DBT_PROJECT_DIR, SEEDS_DIR, dbt_executable
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
@@ -17,11 +18,22 @@ from pipelines.steps import dbt_vars
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
 
+def _newest_source_mtime() -> float:
+    roots = [DBT_PROJECT_DIR / d for d in ("models", "macros", "tests")] + [SEEDS_DIR]
+    files = [DBT_PROJECT_DIR / "dbt_project.yml", *(p for r in roots if r.exists() for p in r.rglob("*") if p.is_file())]
+    return max(p.stat().st_mtime for p in files)
+
+
 def ensure_manifest() -> Path:
-    """Parse the dbt project when no manifest exists yet (fresh clone, CI)."""
+    """Parse the dbt project when the manifest is missing (fresh clone, CI) or older than any project file, so the
+    assets Dagster loads always match the nodes dbt will report."""
     manifest = dbt_project.manifest_path
-    if os.environ.get("DAGSTER_IS_DEV_CLI") or not manifest.exists():
-        dbt_project.preparer.prepare(dbt_project)
+    if (os.environ.get("DAGSTER_IS_DEV_CLI") or not manifest.exists()
+            or manifest.stat().st_mtime < _newest_source_mtime()):
+        # parse with the venv's dbt (dagster-dbt's preparer looks for `dbt` on PATH)
+        subprocess.run([dbt_executable(), "parse", "--quiet", "--project-dir", str(DBT_PROJECT_DIR),
+                        "--profiles-dir", str(DBT_PROJECT_DIR)], check=True, cwd=DBT_PROJECT_DIR,
+                       env={**os.environ, "DO_NOT_TRACK": "1"})
     return manifest
 
 

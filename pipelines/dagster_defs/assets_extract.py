@@ -17,6 +17,15 @@ EXTRACT_KWARGS = dict(
 )
 
 
+class ExtractConfig(dg.Config):
+    cluster: str | None = None  # extract one configured cluster only (kubeledger materialize --cluster)
+
+
+def _clusters(kubeledger: KubeledgerResource, config: ExtractConfig) -> list:
+    settings = kubeledger.settings
+    return [settings.cluster(config.cluster)] if config.cluster else list(settings.clusters)
+
+
 def _hours(context: dg.AssetExecutionContext) -> list:
     window = context.partition_time_window
     return steps.hours_between(window.start, window.end)
@@ -32,11 +41,11 @@ METRICS_KEYS = [["raw", t] for t in METRICS_TABLES]
            for k in METRICS_KEYS],
     partitions_def=hourly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool="duckdb_writer",
 )
-def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
+def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource, config: ExtractConfig):
     """Prometheus (cAdvisor + kube-state-metrics) or demo metrics for every cluster and hour of the run."""
     hours = _hours(context)
     with kubeledger.connect() as con:
-        summary = steps.extract_metrics(kubeledger.settings, con, hours)
+        summary = steps.extract_metrics(kubeledger.settings, con, hours, _clusters(kubeledger, config))
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:

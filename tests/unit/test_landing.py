@@ -23,7 +23,7 @@ def con(tmp_path):
 
 
 def snapshot(con, table):
-    return con.execute(f"select * exclude (_extracted_at) from raw.{table} order by all").fetchall()
+    return con.execute(f"select * exclude (_extracted_at) from raw.{table} order by all").fetchall()  # noqa: S608
 
 
 def test_rerunning_an_hour_gives_the_same_rows(con):

@@ -7,6 +7,10 @@
         'load_balancer_cost', 'shared_cost', 'external_cost', 'total_cost',
         'energy_kwh', 'energy_cpu_kwh', 'energy_memory_kwh', 'energy_gpu_kwh', 'energy_storage_kwh',
         'co2e_operational_g', 'co2e_embodied_g', 'co2e_total_g']),
+    ('fct_allocation_shared_daily', "allocation_name", [
+        'cpu_cost', 'cpu_cost_idle', 'gpu_cost', 'gpu_cost_idle', 'ram_cost', 'ram_cost_idle', 'pv_cost',
+        'network_cost', 'load_balancer_cost', 'shared_cost', 'external_cost', 'total_cost',
+        'energy_kwh', 'co2e_operational_g', 'co2e_embodied_g', 'co2e_total_g']),
     ('fct_asset_daily', "asset_kind || ':' || asset_name", [
         'cpu_cost', 'ram_cost', 'gpu_cost', 'pv_cost', 'load_balancer_cost', 'overhead_cost', 'total_cost']),
     ('fct_node_energy_daily', "node", [

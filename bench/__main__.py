@@ -1,0 +1,312 @@
+"""`python -m bench` / `kubeledger bench`: the daily pipeline at real cluster sizes, stage by stage.
+
+    python -m bench                          # 100, 1,000 and 5,000 nodes (30 pods/node, 2 containers/pod), one day
+    python -m bench --scales 100,1000        # a subset
+    python -m bench --scales 1000 --days 30  # one real day replicated to 30 in the marts, 30-day query latency
+    python -m bench --prometheus             # 200-node / 4,000-pod TSDB, extraction seconds and queries per hour
+
+Exit status: 0 when every reconciliation passes, 1 on a FAIL, 2 on a stage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench import SCALES
+from bench.report import (
+    format_models,
+    format_queries,
+    format_reconciliation,
+    format_table,
+    reconcile,
+    summary_row,
+)
+from bench.runner import StageError, StageResult, run_stage
+from bench.stages import layer_rows
+
+DEFAULT_DAY = date(2025, 3, 3)  # the day scripts/gen_prom_scale.py writes
+TRANSFORM_LAYERS = ("staging", "intermediate", "marts")
+TARGETS = {
+    "transform_5000_s": 180.0,
+    "transform_5000_rss_mib": 6 * 1024.0,
+    "transform_1000_s": 30.0,
+    "query_1000_30d_s": 1.0,
+    "prom_s_per_hour": 10.0,
+}
+
+
+def _scale_list(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--scales: {part!r} is not a node count") from None
+    if not out:
+        raise argparse.ArgumentTypeError("--scales: give node counts, e.g. 100,1000")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scales", type=_scale_list, default=None,
+                    help="node counts, comma separated (default 100,1000,5000; 30 pods per node, 2 containers "
+                    "per pod unless --pods-per-node/--containers-per-pod)")
+    ap.add_argument("--pods-per-node", type=int, default=None)
+    ap.add_argument("--containers-per-pod", type=int, default=None)
+    ap.add_argument("--hours", type=int, default=24, help="hours of the day to generate (default 24)")
+    ap.add_argument("--days", type=int, default=1,
+                    help="days in the warehouse: day 1 is built by the pipeline, days 2..N are SQL copies of it in "
+                    "the marts (usage_date and timestamps shifted); queries then cover all N days")
+    ap.add_argument("--date", type=date.fromisoformat, default=DEFAULT_DAY, help="the day (default 2025-03-03)")
+    ap.add_argument("--workdir", type=Path, help="where warehouses and caches go (default: a temp dir, removed)")
+    ap.add_argument("--keep", action="store_true", help="keep the temp workdir")
+    ap.add_argument("--memory-limit", default=os.environ.get("KUBELEDGER_DUCKDB_MEMORY", "4GB"),
+                    help="DuckDB memory_limit for load and dbt (default $KUBELEDGER_DUCKDB_MEMORY or 4GB)")
+    ap.add_argument("--threads", type=int, default=2, help="DuckDB threads for load/query (default 2)")
+    ap.add_argument("--queries", type=int, default=20, help="queries per shape (default 20)")
+    ap.add_argument("--query-budget-s", type=float, default=120.0,
+                    help="stop repeating a query shape once its queries took this long (default 120 s; the table "
+                    "shows how many ran)")
+    ap.add_argument("--test", action="store_true", help="also time `dbt test` after the build")
+    ap.add_argument("--prometheus", action="store_true",
+                    help="only the Prometheus extraction benchmark (200 nodes / 4,000 pods, one day)")
+    ap.add_argument("--prom-nodes", type=int, default=200)
+    ap.add_argument("--prom-pods-per-node", type=int, default=20)
+    ap.add_argument("--json", type=Path, help="also write the results as JSON here")
+    return ap
+
+
+# --- demo scales -----------------------------------------------------------------------------------------
+
+
+def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[StageResult], StageResult | None, Any]:
+    ppn, cpp = SCALES.get(nodes, (30, 2))
+    ppn = args.pods_per_node or ppn
+    cpp = args.containers_per_pod or cpp
+    wd = root / (f"scale-{nodes}" + (f"-{args.days}d" if args.days > 1 else ""))
+    shutil.rmtree(wd, ignore_errors=True)
+    wd.mkdir(parents=True)
+    params: dict[str, Any] = {"workdir": str(wd), "nodes": nodes, "ppn": ppn, "cpp": cpp,
+                              "day": args.date.isoformat(), "hours": args.hours, "days": 1,
+                              "memory_limit": args.memory_limit, "threads": args.threads, "queries": args.queries,
+                              "query_budget_s": args.query_budget_s}
+    logs = wd / "logs"
+    stages: list[StageResult] = []
+
+    def step(name: str, stage: str, **extra: Any) -> StageResult:
+        print(f"  {name} ...", end="", flush=True)
+        r = run_stage(name, stage, {**params, **extra}, logs)
+        if stage == "dbt" and extra.get("layer") != "test":
+            r.data["rows_in"], r.data["rows_out"] = layer_rows(params, extra["layer"])
+            r.data["seconds"] = sum((r.data.get("models") or {}).values())
+        print(f" {r.wall_s:.1f} s, {r.peak_rss_mib:,.0f} MiB", flush=True)
+        stages.append(r)
+        return r
+
+    print(f"scale {nodes:,} nodes / {nodes * ppn:,} pods / {cpp} containers per pod -> {wd}", flush=True)
+    step("generate", "generate")
+    step("load", "load")
+    step("dbt seed", "dbt", layer="seed")
+    for layer in TRANSFORM_LAYERS:
+        step(f"dbt {layer}", "dbt", layer=layer)
+    if args.test:
+        step("dbt test", "dbt", layer="test")
+    if args.days > 1:
+        step("replicate", "replicate", days=args.days)
+        params["days"] = args.days
+    step("publish", "publish")
+    print("  query ...", end="", flush=True)
+    queries = run_stage("query", "query", params, logs)
+    print(f" {queries.wall_s:.1f} s", flush=True)
+    rec = reconcile(wd / "kubeledger.duckdb", args.date, args.date + timedelta(days=args.days))
+    return stages, queries, rec
+
+
+# --- Prometheus ------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ensure_tsdb(root: Path, nodes: int, ppn: int) -> Path:
+    """Build (once; cached under the workdir) the scale TSDB with scripts/gen_prom_scale.py."""
+    from pipelines import PROJECT_ROOT
+
+    tsdb = root / "prom" / f"tsdb-{nodes}x{ppn}"
+    marker = tsdb / ".kubeledger-bench-complete"
+    if marker.exists():
+        print(f"prometheus: cached TSDB {tsdb}", flush=True)
+        return tsdb
+    shutil.rmtree(tsdb, ignore_errors=True)
+    print(f"prometheus: building a {nodes}-node / {nodes * ppn:,}-pod day into {tsdb} "
+          "(promtool; several minutes) ...", flush=True)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, str(PROJECT_ROOT / "scripts" / "gen_prom_scale.py"), "--tsdb", str(tsdb),
+                    "--hours", "24", "--nodes", str(nodes), "--pods-per-node", str(ppn),
+                    "--workdir", str(root / "prom" / "om")], check=True)
+    marker.write_text(f"built in {time.perf_counter() - t:.0f} s\n")
+    return tsdb
+
+
+def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, dict[str, Any]]:
+    prom = shutil.which("prometheus")
+    if not prom:
+        raise StageError("prometheus binary not found (apt-get install prometheus)")
+    tsdb = ensure_tsdb(root, args.prom_nodes, args.prom_pods_per_node)
+    cfg = root / "prom" / "prom.yml"
+    cfg.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+    port = _free_port()
+    log = (root / "prom" / "prometheus.log").open("w")
+    proc = subprocess.Popen([prom, f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}",
+                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:  # noqa: S310 - local
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise StageError(f"prometheus did not become ready; see {log.name}")
+            time.sleep(0.25)
+        params = {"workdir": str(root / "prom"), "prometheus_url": url, "day": DEFAULT_DAY.isoformat(),
+                  "hours": 24}
+        print(f"prometheus: pid {proc.pid} on {url}; extracting 24 hours ...", flush=True)
+        res = run_stage("prom extract", "prometheus", params, root / "prom" / "logs")
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+    return res, {"nodes": args.prom_nodes, "pods": args.prom_nodes * args.prom_pods_per_node}
+
+
+def format_prometheus(res: StageResult, shape: dict[str, Any]) -> str:
+    d = res.data
+    head = (f"{'prometheus extract':<22}{'hours':>6}{'queries':>9}{'queries/h':>11}{'s/hour':>9}{'total s':>9}"
+            f"{'rows':>11}{'peak RSS MiB':>14}")
+    return "\n".join([
+        f"Prometheus extraction: {shape['nodes']} nodes / {shape['pods']:,} pods, 60 s scrape "
+        "(scripts/gen_prom_scale.py TSDB, Prometheus 2.42 on 127.0.0.1)", head, "-" * len(head),
+        f"{'extract_prometheus_hours':<22}{d['hours']:>6}{d['queries']:>9}{d['queries_per_hour']:>11.2f}"
+        f"{d['seconds_per_hour']:>9.2f}{d['seconds_extract']:>9.1f}{d['rows_out']:>11,}{res.peak_rss_mib:>14,.0f}",
+    ])
+
+
+# --- main ------------------------------------------------------------------------------------------------
+
+
+def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days: int) -> list[str]:
+    out = []
+    by = {s["scale"]: s for s in summaries}
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "NOT MET"
+
+    if 5000 in by:
+        s = by[5000]
+        out.append(f"5,000-node day transform {s['transform_s']:.1f} s (target < {TARGETS['transform_5000_s']:.0f} s), "
+                   f"peak RSS {s['transform_peak_rss_mib'] / 1024:.2f} GiB (target < 6 GiB): "
+                   + mark(s["transform_s"] < TARGETS["transform_5000_s"]
+                          and s["transform_peak_rss_mib"] < TARGETS["transform_5000_rss_mib"]))
+    if 1000 in by:
+        s = by[1000]
+        out.append(f"1,000-node day transform {s['transform_s']:.1f} s (target < 30 s): "
+                   + mark(s["transform_s"] < TARGETS["transform_1000_s"]))
+        if days >= 30 and s["queries"]:
+            worst = max(q["p95"] for q in s["queries"].values())
+            out.append(f"1,000-node query over {days} days p95 {worst * 1000:.0f} ms (target < 1 s): "
+                       + mark(worst < TARGETS["query_1000_30d_s"]))
+    if prom is not None:
+        sph = prom.data["seconds_per_hour"]
+        out.append(f"Prometheus extraction {sph:.2f} s/hour at 200 nodes (target < 10 s): "
+                   + mark(sph < TARGETS["prom_s_per_hour"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.days < 1 or args.hours < 1 or args.hours > 24:
+        print("bench: --days must be >= 1 and --hours 1..24", file=sys.stderr)
+        return 2
+    temp = args.workdir is None
+    root = Path(args.workdir or tempfile.mkdtemp(prefix="kubeledger-bench-")).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    scales = args.scales or ([] if args.prometheus else sorted(SCALES))
+    summaries: list[dict[str, Any]] = []
+    reports: list[str] = []
+    failed = False
+    prom: StageResult | None = None
+    results: dict[str, Any] = {"scales": [], "prometheus": None}
+    try:
+        for nodes in scales:
+            stages, queries, rec = run_scale(args, root, nodes)
+            ppn, cpp = SCALES.get(nodes, (30, 2))
+            ppn = args.pods_per_node or ppn
+            cpp = args.containers_per_pod or cpp
+            title = (f"{nodes:,} nodes / {nodes * ppn:,} pods / {cpp} containers per pod, {args.hours} h of "
+                     f"{args.date}" + (f", marts replicated to {args.days} days" if args.days > 1 else ""))
+            text = "\n".join(x for x in (format_table(title, stages), format_queries(queries),
+                                         format_reconciliation(f"{nodes:,} nodes", rec), format_models(stages)) if x)
+            print("\n" + text + "\n", flush=True)
+            reports.append(text)
+            failed |= not rec.passed
+            summaries.append(summary_row(nodes, stages, queries, rec))
+            results["scales"].append({"nodes": nodes, "pods": nodes * ppn, "containers_per_pod": cpp,
+                                      "stages": [vars(s) for s in stages], "queries": vars(queries),
+                                      "reconciliation": vars(rec)})
+        if args.prometheus:
+            prom, shape = run_prometheus(args, root)
+            text = format_prometheus(prom, shape)
+            print("\n" + text + "\n", flush=True)
+            reports.append(text)
+            results["prometheus"] = vars(prom)
+    except StageError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if temp and not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print("=" * 100)
+    print("\n\n".join(reports))
+    lines = target_lines(summaries, prom, args.days)
+    if lines:
+        print("\ntargets:\n  " + "\n  ".join(lines))
+    for s in summaries:
+        print(f"reconciliation {s['scale']:,} nodes: {'PASS' if s['reconciliation'] else 'FAIL'}")
+    if args.json:
+        results["targets"] = lines
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

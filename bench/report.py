@@ -1,0 +1,152 @@
+"""The benchmark's table and the reconciliation check (the same identities the blocking Dagster check enforces)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from bench.runner import StageResult
+
+REL_TOL = 1e-9
+
+
+@dataclass
+class Reconciliation:
+    passed: bool
+    problems: list[str] = field(default_factory=list)
+    cluster_days: int = 0
+    node_compute_cost: float = 0.0
+    allocated_compute_cost: float = 0.0
+    node_kwh: float = 0.0
+    allocated_kwh: float = 0.0
+    clamped_days: int = 0
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return False
+    return abs(a - b) <= REL_TOL * max(abs(b), 1e-9)
+
+
+def reconcile(warehouse: Path | str, start: date, end: date) -> Reconciliation:
+    """Σ workload + idle compute cost = node compute cost in marts.fct_cluster_daily (unless idle_clamped);
+    Σ container + idle energy (cpu + memory + gpu kWh) in fct_allocation_daily = node kWh in fct_node_energy_daily.
+    [start, end) are usage dates."""
+    import duckdb
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        cost = con.execute(
+            """
+            select usage_date, cluster, workload_compute_cost + idle_cpu_cost + idle_ram_cost + idle_gpu_cost,
+                   node_compute_cost, idle_clamped
+            from marts.fct_cluster_daily where usage_date >= ? and usage_date < ? order by 1, 2
+            """, [start, end]).fetchall()
+        energy = con.execute(
+            """
+            with alloc as (
+                select usage_date, cluster, sum(energy_cpu_kwh + energy_memory_kwh + energy_gpu_kwh) as kwh
+                from marts.fct_allocation_daily
+                where usage_date >= ? and usage_date < ? and allocation_kind in ('workload', 'idle')
+                group by 1, 2
+            ), nodes as (
+                select usage_date, cluster, sum(energy_kwh) as kwh
+                from marts.fct_node_energy_daily where usage_date >= ? and usage_date < ? group by 1, 2
+            )
+            select nodes.usage_date, nodes.cluster, alloc.kwh, nodes.kwh
+            from nodes left join alloc using (usage_date, cluster) order by 1, 2
+            """, [start, end, start, end]).fetchall()
+    finally:
+        con.close()
+    r = Reconciliation(passed=True, cluster_days=len(cost))
+    if not cost:
+        r.problems.append(f"no rows in marts.fct_cluster_daily for {start}..{end}")
+    if not energy:
+        r.problems.append(f"no rows in marts.fct_node_energy_daily for {start}..{end}")
+    for d, c, allocated, asset, clamped in cost:
+        r.node_compute_cost += asset or 0.0
+        r.allocated_compute_cost += allocated or 0.0
+        if clamped:
+            r.clamped_days += 1
+            continue
+        if not _close(allocated, asset):
+            r.problems.append(f"{d} {c}: workload+idle compute cost {allocated} != node compute cost {asset}")
+    for d, c, a_kwh, n_kwh in energy:
+        r.node_kwh += n_kwh or 0.0
+        r.allocated_kwh += a_kwh or 0.0
+        if not _close(a_kwh, n_kwh):
+            r.problems.append(f"{d} {c}: container+idle energy {a_kwh} kWh != node energy {n_kwh} kWh")
+    r.passed = not r.problems
+    return r
+
+
+def _fmt_int(n: int) -> str:
+    return f"{n:,}" if n else "-"
+
+
+def format_table(title: str, stages: list[StageResult]) -> str:
+    head = f"{'stage':<14}{'rows in':>13}{'rows out':>13}{'wall s':>9}{'work s':>9}{'peak RSS MiB':>14}{'rows/s':>12}"
+    lines = [title, head, "-" * len(head)]
+    for s in stages:
+        rows = s.rows_in or s.rows_out
+        rate = f"{rows / s.wall_s:,.0f}" if rows and s.wall_s > 0 else "-"
+        lines.append(f"{s.name:<14}{_fmt_int(s.rows_in):>13}{_fmt_int(s.rows_out):>13}{s.wall_s:>9.2f}"
+                     f"{s.work_s:>9.2f}{s.peak_rss_mib:>14,.0f}{rate:>12}")
+    transform = [s for s in stages if s.name.startswith("dbt ") and s.name != "dbt test"]
+    if transform:
+        lines.append(f"{'dbt total':<14}{'':>13}{'':>13}{sum(s.wall_s for s in transform):>9.2f}"
+                     f"{sum(s.work_s for s in transform):>9.2f}{max(s.peak_rss_mib for s in transform):>14,.0f}")
+    return "\n".join(lines)
+
+
+def format_queries(stage: StageResult | None) -> str:
+    if stage is None:
+        return ""
+    lines = [f"{'allocation query (engine.query_allocations, serving copy)':<58}{'p50 ms':>10}{'p95 ms':>10}"
+             f"{'keys':>7}{'n':>5}"]
+    for name, q in (stage.data.get("queries") or {}).items():
+        lines.append(f"  {name:<56}{q['p50'] * 1000:>10.1f}{q['p95'] * 1000:>10.1f}{q['keys']:>7}{q.get('n', 0):>5}")
+    lines.append(f"  (over {stage.rows_in:,} rows of marts.fct_allocation_daily; query process peak RSS "
+                 f"{stage.peak_rss_mib:,.0f} MiB)")
+    return "\n".join(lines)
+
+
+def format_models(stages: list[StageResult], top: int = 8) -> str:
+    models: list[tuple[float, str, str]] = []
+    for s in stages:
+        for m, secs in (s.data.get("models") or {}).items():
+            models.append((secs, s.name, m))
+    if not models:
+        return ""
+    models.sort(reverse=True)
+    lines = ["slowest models (dbt run_results.json execution_time):"]
+    for secs, layer, m in models[:top]:
+        lines.append(f"  {secs:>8.2f} s  {layer:<16} {m}")
+    return "\n".join(lines)
+
+
+def format_reconciliation(label: str, r: Reconciliation) -> str:
+    status = "PASS" if r.passed else "FAIL"
+    text = (f"reconciliation {label}: {status} ({r.cluster_days} cluster-day(s); compute cost allocated "
+            f"{r.allocated_compute_cost:.6f} vs node {r.node_compute_cost:.6f} USD"
+            f"{f', {r.clamped_days} clamped' if r.clamped_days else ''}; energy allocated {r.allocated_kwh:.6f} vs "
+            f"node {r.node_kwh:.6f} kWh)")
+    if r.problems:
+        text += "\n  " + "\n  ".join(r.problems[:20])
+    return text
+
+
+def summary_row(scale: str, stages: list[StageResult], queries: StageResult | None, rec: Reconciliation | None
+                ) -> dict[str, Any]:
+    by = {s.name: s for s in stages}
+    transform = [s for s in stages if s.name.startswith("dbt ") and s.name != "dbt test"]
+    return {
+        "scale": scale,
+        "raw_rows": by["load"].rows_out if "load" in by else 0,
+        "transform_s": sum(s.wall_s for s in transform),
+        "transform_peak_rss_mib": max((s.peak_rss_mib for s in transform), default=0.0),
+        "queries": (queries.data.get("queries") if queries else {}) or {},
+        "reconciliation": None if rec is None else rec.passed,
+    }
