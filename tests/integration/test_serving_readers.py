@@ -44,7 +44,7 @@ READER = textwrap.dedent("""
             out.flush()
             if stopping:
                 break
-            time.sleep(0.01)
+            time.sleep(0.1)
 """)
 
 

@@ -152,7 +152,7 @@ energised as (
         {% if var('energy_memory', false) %}
         -- CCF memory coefficient 0.000392 kWh per GB-hour (decimal GB) of capacity; containers get their allocated share
         ram_capacity_bytes / 1.0e9 * node_run_h * 0.000392 * 3.6e6
-        {% else %}0.0{% endif %} as memory_energy_j,
+        {% else %}cast(0 as double){% endif %} as memory_energy_j,
         {% if var('energy_gpu', false) %}
         case
             when gpu_count <= 0 then 0.0
@@ -161,7 +161,7 @@ energised as (
                  + (coalesce(gpu_profiles.max_watts, 0) - coalesce(gpu_profiles.min_watts, 0))
                  * coalesce(gpu_metrics.gpu_util, 0.5)) * node_run_s
         end
-        {% else %}0.0{% endif %} as gpu_energy_j,
+        {% else %}cast(0 as double){% endif %} as gpu_energy_j,
         gpu_count > 0 and {{ sql_bool(var('energy_gpu', false)) }} and gpu_metrics.gpu_power_w is null as is_gpu_power_estimated
     from powered
     left join gpu_metrics

@@ -60,6 +60,11 @@ lb as (
     select provider, hourly_usd from {{ ref('load_balancer_prices') }}
 ),
 
+lb_files as (
+    -- a LoadBalancer price from the user's custom file, else from the provider's OpenCost file
+    select provider, hourly_usd from picked where price_key = 'LoadBalancer' and precedence <= 2
+),
+
 final as (
     select
         pivoted.provider,
@@ -73,7 +78,7 @@ final as (
         coalesce(pivoted.zonenetworkegress_usd, 0) as egress_zone_gib_usd,
         coalesce(pivoted.regionnetworkegress_usd, 0) as egress_region_gib_usd,
         coalesce(pivoted.internetnetworkegress_usd, 0) as egress_internet_gib_usd,
-        coalesce(lb.hourly_usd, lb_default.hourly_usd) as load_balancer_hour_usd,
+        coalesce(lb_files.hourly_usd, lb.hourly_usd, lb_default.hourly_usd) as load_balancer_hour_usd,
         -- ratios for splitting an instance price (OpenCost: 10 and 100 when undefined)
         case when coalesce(pivoted.ram_usd, 0) > 0 and pivoted.cpu_usd is not null
              then pivoted.cpu_usd / pivoted.ram_usd else 10.0 end as cpu_to_ram,
@@ -81,6 +86,7 @@ final as (
              then pivoted.gpu_usd / pivoted.ram_usd else 100.0 end as gpu_to_ram,
         case when pivoted.is_custom then 'custom' else 'default' end as price_source
     from pivoted
+    left join lb_files on lb_files.provider = pivoted.provider
     left join lb on lb.provider = pivoted.provider
     left join lb as lb_default on lb_default.provider = 'default'
 )

@@ -191,7 +191,7 @@ asset as (
         coalesce(priced.pv_capacity_bytes, priced.pvc_request_bytes) / 1.0e12 * priced.active_h
             * case when priced.media = 'hdd' then 0.65 else 1.2 end
             * case priced.provider when 'aws' then 2 when 'gcp' then 2 when 'azure' then 3 else 1 end / 1000.0
-        {%- else %}0.0{% endif %} as asset_energy_kwh
+        {%- else %}cast(0 as double){% endif %} as asset_energy_kwh
     from priced
 ),
 

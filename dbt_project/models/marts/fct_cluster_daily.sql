@@ -32,15 +32,18 @@ alloc_totals as (
         sum(case when allocation_kind = 'idle' then ram_cost else 0 end) as idle_ram_cost,
         sum(case when allocation_kind = 'idle' then gpu_cost else 0 end) as idle_gpu_cost,
         sum(case when allocation_kind = 'unmounted' then total_cost else 0 end) as unmounted_cost,
+        sum(network_cost) as network_cost,
         sum(total_cost) as allocation_total_cost,
         sum(energy_kwh) as energy_kwh,
         sum(case when allocation_kind = 'idle' then energy_kwh else 0 end) as idle_energy_kwh,
         sum(co2e_operational_g) as co2e_operational_g,
         sum(co2e_embodied_g) as co2e_embodied_g,
         sum(co2e_total_g) as co2e_total_g,
-        sum(case when is_estimated then co2e_total_g else 0 end) / nullif(sum(co2e_total_g), 0)
+        sum(case when {{ has_any_reason('estimation_reasons', carbon_reason_codes()) }} then co2e_total_g else 0 end)
+            / nullif(sum(co2e_total_g), 0)
             as co2e_estimated_share,
-        sum(case when is_estimated then total_cost else 0 end) / nullif(sum(total_cost), 0) as cost_estimated_share,
+        sum(case when {{ has_any_reason('estimation_reasons', cost_reason_codes()) }} then total_cost else 0 end)
+            / nullif(sum(total_cost), 0) as cost_estimated_share,
         count(*) as allocation_rows,
         bool_or(idle_clamped) as idle_clamped
     from allocations
@@ -76,7 +79,9 @@ final as (
         alloc_totals.unmounted_cost,
         cast(0 as double) as shared_cost,
         asset_totals.overhead_cost,
-        asset_totals.asset_cost + asset_totals.overhead_cost as total_cost,
+        alloc_totals.network_cost,
+        -- usage-billed egress is not an asset (never idle) but is part of what the cluster cost
+        asset_totals.asset_cost + asset_totals.overhead_cost + alloc_totals.network_cost as total_cost,
         alloc_totals.idle_cost / nullif(asset_totals.node_compute_cost, 0) as idle_percentage,
         alloc_totals.energy_kwh,
         alloc_totals.idle_energy_kwh,

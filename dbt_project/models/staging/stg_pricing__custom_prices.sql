@@ -5,10 +5,14 @@ with source as (
 
 ranked as (
     select
-        price_key,
+        -- OpenCost's Alibaba/Oracle files call the load-balancer price defaultLBPrice
+        case when price_key = 'defaultLBPrice' then 'LoadBalancer' else price_key end as price_key,
         hourly_value,
         source_file,
-        row_number() over (partition by price_key order by _extracted_at desc) as pick
+        row_number() over (
+            partition by case when price_key = 'defaultLBPrice' then 'LoadBalancer' else price_key end
+            order by _extracted_at desc
+        ) as pick
     from source
 )
 
