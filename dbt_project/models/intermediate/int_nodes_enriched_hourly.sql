@@ -5,6 +5,13 @@ with nodes as (
     select * from {{ ref('stg_metrics__node_hours') }}
 ),
 
+k8s_nodes as (
+    -- the Kubernetes API snapshot fills what the metrics lack (provider id, labels)
+    select cluster, name as node, {{ json_text('spec', 'providerID') }} as provider_id, labels
+    from {{ ref('stg_kubernetes__objects') }}
+    where kind = 'Node'
+),
+
 cluster_config as (
     select * from {{ cluster_config_relation() }}
 ),
@@ -12,6 +19,28 @@ cluster_config as (
 zones as (
     select lower(provider) as provider, lower(region) as region, nullif(electricitymaps_zone, '') as electricitymaps_zone
     from {{ ref('region_carbon_zones') }}
+),
+
+nodes_filled as (
+    select
+        nodes.cluster,
+        nodes.hour_ts,
+        nodes.node,
+        coalesce(nullif(nodes.provider_id, ''), nullif(k8s_nodes.provider_id, '')) as provider_id,
+        nodes.instance_type,
+        nodes.region,
+        nodes.zone,
+        case when nodes.labels = '{}' and k8s_nodes.labels is not null then k8s_nodes.labels else nodes.labels end
+            as labels,
+        nodes.cpu_capacity_cores,
+        nodes.ram_capacity_bytes,
+        nodes.gpu_capacity,
+        nodes.cpu_allocatable_cores,
+        nodes.ram_allocatable_bytes,
+        nodes.gpu_model,
+        nodes.node_run_h
+    from nodes
+    left join k8s_nodes on k8s_nodes.cluster = nodes.cluster and k8s_nodes.node = nodes.node
 ),
 
 with_provider as (
@@ -41,7 +70,7 @@ with_provider as (
             {{ json_text('nodes.labels', 'failure-domain.beta.kubernetes.io/zone') }}
         ) as zone_resolved,
         nullif({{ json_text('nodes.labels', var('carbon_zone_label')) }}, '') as label_carbon_zone
-    from nodes
+    from nodes_filled as nodes
     left join cluster_config on nodes.cluster = cluster_config.cluster
 ),
 
