@@ -211,12 +211,12 @@ def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, d
 
 def format_prometheus(res: StageResult, shape: dict[str, Any]) -> str:
     d = res.data
-    head = (f"{'prometheus extract':<22}{'hours':>6}{'queries':>9}{'queries/h':>11}{'s/hour':>9}{'total s':>9}"
+    head = (f"{'prometheus extract':<26}{'hours':>6}{'queries':>9}{'queries/h':>11}{'s/hour':>9}{'total s':>9}"
             f"{'rows':>11}{'peak RSS MiB':>14}")
     return "\n".join([
         f"Prometheus extraction: {shape['nodes']} nodes / {shape['pods']:,} pods, 60 s scrape "
         "(scripts/gen_prom_scale.py TSDB, Prometheus 2.42 on 127.0.0.1)", head, "-" * len(head),
-        f"{'extract_prometheus_hours':<22}{d['hours']:>6}{d['queries']:>9}{d['queries_per_hour']:>11.2f}"
+        f"{'extract_prometheus_hours':<26}{d['hours']:>6}{d['queries']:>9}{d['queries_per_hour']:>11.2f}"
         f"{d['seconds_per_hour']:>9.2f}{d['seconds_extract']:>9.1f}{d['rows_out']:>11,}{res.peak_rss_mib:>14,.0f}",
     ])
 

@@ -107,6 +107,9 @@ def format_queries(stage: StageResult | None) -> str:
     lines = [f"{'allocation query (engine.query_allocations, serving copy)':<58}{'p50 ms':>10}{'p95 ms':>10}"
              f"{'keys':>7}{'n':>5}"]
     for name, q in (stage.data.get("queries") or {}).items():
+        if q.get("timed_out") and not q.get("n"):
+            lines.append(f"  {name:<56}{'> ' + format(q['p50'] * 1000, '.0f'):>10}{'(stopped)':>10}{'-':>7}{0:>5}")
+            continue
         lines.append(f"  {name:<56}{q['p50'] * 1000:>10.1f}{q['p95'] * 1000:>10.1f}{q['keys']:>7}{q.get('n', 0):>5}")
     lines.append(f"  (over {stage.rows_in:,} rows of marts.fct_allocation_daily; query process peak RSS "
                  f"{stage.peak_rss_mib:,.0f} MiB)")

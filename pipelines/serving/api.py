@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import duckdb
 
-from pipelines.serving.engine import AllocationQuery, query_allocations, to_csv
+from pipelines.serving.engine import SERVING_DUCKDB_CONFIG, AllocationQuery, query_allocations, to_csv
 from pipelines.serving.errors import QueryError
 from pipelines.settings import Settings
 
@@ -184,7 +184,8 @@ class _Warehouse:
             if self.con is None or stamp != self.stamp:
                 if self.con is not None:
                     self.con.close()
-                self.con = duckdb.connect(self.path, read_only=True)
+                # bounded memory: a heavy query spills or fails, it never takes the machine down
+                self.con = duckdb.connect(self.path, read_only=True, config=SERVING_DUCKDB_CONFIG)
                 self.stamp = stamp
             return self.con.cursor()
 

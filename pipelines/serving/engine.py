@@ -7,6 +7,7 @@ plain jinja2 and per-request options — the same macro dbt renders for marts.fc
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import lru_cache
@@ -25,6 +26,9 @@ MACRO_PATH = DBT_PROJECT_DIR / "macros" / "allocation_sharing.sql"
 SPLITS = ("weighted", "even")
 FORMATS = ("json", "csv")
 MAX_LIMIT = 100_000
+
+# Query connections get a memory cap (env KUBELEDGER_QUERY_MEMORY, default 4GB): DuckDB spills past it.
+SERVING_DUCKDB_CONFIG = {"memory_limit": os.environ.get("KUBELEDGER_QUERY_MEMORY", "4GB")}
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,12 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
+@pytest.fixture(autouse=True)
+def _no_env_overrides(monkeypatch):
+    for name in ("KUBELEDGER_CONFIG", "KUBELEDGER_WAREHOUSE", "KUBELEDGER_SERVING"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_defaults_without_a_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KUBELEDGER_CONFIG", raising=False)

@@ -1,0 +1,88 @@
+"""Smoke tests for the benchmark (bench/): the table and reconciliation code, and one tiny end-to-end run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+import pytest
+
+from bench.report import format_queries, format_reconciliation, format_table, reconcile
+from bench.runner import StageResult, run_stage
+
+DAY = date(2025, 3, 3)
+
+
+def _marts(path, node_cost=10.0, workload=7.0, idle=3.0, clamped=False, node_kwh=2.0, alloc_kwh=(1.5, 0.5)):
+    con = duckdb.connect(str(path))
+    con.execute("create schema marts")
+    con.execute("create table marts.fct_cluster_daily (usage_date date, cluster varchar, workload_compute_cost double, "
+                "idle_cpu_cost double, idle_ram_cost double, idle_gpu_cost double, node_compute_cost double, "
+                "idle_clamped boolean)")
+    con.execute("insert into marts.fct_cluster_daily values (?, 'c', ?, ?, 0, 0, ?, ?)",
+                [DAY, workload, idle, node_cost, clamped])
+    con.execute("create table marts.fct_allocation_daily (usage_date date, cluster varchar, allocation_kind varchar, "
+                "energy_cpu_kwh double, energy_memory_kwh double, energy_gpu_kwh double)")
+    con.execute("insert into marts.fct_allocation_daily values (?, 'c', 'workload', ?, 0, 0), (?, 'c', 'idle', ?, 0, 0),"
+                " (?, 'c', 'unmounted', 99, 0, 0)", [DAY, alloc_kwh[0], DAY, alloc_kwh[1], DAY])
+    con.execute("create table marts.fct_node_energy_daily (usage_date date, cluster varchar, energy_kwh double)")
+    con.execute("insert into marts.fct_node_energy_daily values (?, 'c', ?)", [DAY, node_kwh])
+    con.close()
+
+
+def test_reconciliation_pass_and_fail(tmp_path):
+    ok = tmp_path / "ok.duckdb"
+    _marts(ok)
+    r = reconcile(ok, DAY, date(2025, 3, 4))
+    assert r.passed and r.cluster_days == 1
+    assert "PASS" in format_reconciliation("tiny", r)
+
+    bad = tmp_path / "bad.duckdb"
+    _marts(bad, workload=6.0)  # 6 + 3 != 10
+    r = reconcile(bad, DAY, date(2025, 3, 4))
+    assert not r.passed and "compute cost" in r.problems[0]
+    assert "FAIL" in format_reconciliation("tiny", r)
+
+    clamped = tmp_path / "clamped.duckdb"
+    _marts(clamped, workload=12.0, idle=0.0, clamped=True)  # clamped idle: the cost identity is not required
+    assert reconcile(clamped, DAY, date(2025, 3, 4)).passed
+
+    energy = tmp_path / "energy.duckdb"
+    _marts(energy, alloc_kwh=(1.5, 0.4))
+    r = reconcile(energy, DAY, date(2025, 3, 4))
+    assert not r.passed and "energy" in r.problems[0]
+
+    empty = tmp_path / "empty.duckdb"
+    _marts(empty)
+    assert not reconcile(empty, date(2025, 1, 1), date(2025, 1, 2)).passed  # no rows is a FAIL, never a PASS
+
+
+def test_table_formatting():
+    stages = [StageResult("generate", 1.0, 100.0, {"rows_out": 1000, "seconds": 0.9}),
+              StageResult("dbt staging", 2.0, 200.0, {"rows_in": 1000, "rows_out": 1000, "seconds": 0.5}),
+              StageResult("dbt marts", 4.0, 400.0, {"rows_in": 2000, "rows_out": 50, "seconds": 3.0})]
+    text = format_table("tiny", stages)
+    assert "dbt total" in text and "6.00" in text and "1,000" in text
+    q = StageResult("query", 1.0, 50.0, {"rows_in": 10, "queries": {"window=1d&aggregate=namespace": {
+        "p50": 0.01, "p95": 0.02, "keys": 3, "n": 20}}})
+    assert "window=1d&aggregate=namespace" in format_queries(q)
+
+
+def test_generate_stage_in_child(tmp_path):
+    params = {"workdir": str(tmp_path), "nodes": 3, "ppn": 2, "cpp": 1, "day": DAY.isoformat(), "hours": 2}
+    r = run_stage("generate", "generate", params, tmp_path / "logs")
+    assert r.rows_out > 0 and r.peak_rss_mib > 10 and r.wall_s > 0
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_bench_end_to_end_tiny(tmp_path, capsys):
+    from bench.__main__ import main
+
+    rc = main(["--scales", "10", "--pods-per-node", "3", "--containers-per-pod", "1", "--hours", "2",
+               "--queries", "2", "--workdir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "reconciliation 10 nodes: PASS" in out
+    for stage in ("generate", "load", "dbt seed", "dbt staging", "dbt intermediate", "dbt marts", "publish"):
+        assert stage in out
