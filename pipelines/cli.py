@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -138,7 +139,24 @@ def cmd_dev(args: argparse.Namespace, settings: Settings) -> int:
     cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
            "-h", args.host, "-p", str(args.port)]
     print("starting:", " ".join(cmd))
-    return subprocess.call(cmd, cwd=PROJECT_ROOT)
+    # headless-safe: no browser is opened; dagster dev runs in its own process group (it ignores signals that
+    # were ignored when it started), and SIGINT/SIGTERM here stop the whole group, webserver and daemon alike
+    env = {**os.environ, "DAGSTER_DISABLE_BROWSER": "1"}
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, start_new_session=True)
+
+    def stop(signum: int, _frame: object) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    return proc.wait()
 
 
 def cmd_allocation(args: argparse.Namespace, settings: Settings, rest: list[str]) -> int:

@@ -1,0 +1,1 @@
+"""The DuckDB warehouse: connections, the raw landing schema and partition-replacing writes."""
