@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -36,6 +37,55 @@ def prepare_dagster_home(settings: Settings) -> Path:
     return home
 
 
+RUN_PID_TAG = "kubeledger/pid"
+RUN_HOST_TAG = "kubeledger/host"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_orphaned_runs(instance, log=print) -> list[str]:
+    """Fail the runs of `kubeledger` processes that are gone and free their pool slots.
+
+    A CLI run killed mid-way (SIGKILL, OOM killer, reboot) stays STARTED in the run storage and keeps its
+    `duckdb_writer` pool slot; with no daemon to notice, every later run waits for that slot forever. Runs this CLI
+    started on this host (tagged with its pid) whose process no longer exists are marked failed and their slots
+    freed, as are the slots still held by any run that has already finished. Runs of live processes and runs
+    launched by `dagster dev` (no pid tag) are left alone."""
+    import dagster as dg
+    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+
+    released: list[str] = []
+    in_progress = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                   dg.DagsterRunStatus.CANCELING]
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=in_progress)):
+        pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
+        if not pid or not pid.isdigit() or host != socket.gethostname() or _pid_alive(int(pid)):
+            continue
+        instance.report_run_failed(run, f"kubeledger: the process that ran this run (pid {pid}) is gone; "
+                                        "marked failed so its duckdb_writer slot is freed")
+        released.append(run.run_id)
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        holders = set(released) | set(storage.get_concurrency_run_ids())
+        for key in storage.get_concurrency_keys():
+            holders.update(slot.run_id for slot in storage.get_concurrency_info(key).claimed_slots)
+        finished = {r.run_id for r in instance.get_runs(
+            filters=dg.RunsFilter(run_ids=list(holders), statuses=list(FINISHED_STATUSES)))} if holders else set()
+        for run_id in sorted(finished):
+            storage.free_concurrency_slots_for_run(run_id)
+    if released:
+        log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")
+    return released
+
+
 def materialize_days(settings: Settings, start: date, end: date, cluster: str | None = None,
                      log=print) -> dict[str, float]:
     """Run reference → hourly extract (one run over the range) → daily build + checks + publish, through the same
@@ -50,13 +100,15 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     prepare_dagster_home(settings)
     defs = build_definitions(settings)
     instance = dg.DagsterInstance.get()
+    release_orphaned_runs(instance, log)
+    own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
     timings: dict[str, float] = {}
 
     def run(job_name: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
             partition_key: str | None = None) -> None:
         t0 = time.perf_counter()
         job = defs.resolve_job_def(job_name)
-        result = job.execute_in_process(instance=instance, tags=tags, run_config=run_config,
+        result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})}, run_config=run_config,
                                         partition_key=partition_key, raise_on_error=False)
         timings[job_name] = time.perf_counter() - t0
         if not result.success:

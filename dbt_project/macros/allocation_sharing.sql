@@ -27,6 +27,9 @@
                     share_split           str    weighted | even   (shared namespaces/labels/overhead, A12)
                     overhead_monthly_usd  float  0       $/month ÷ 730 × step hours, added to the shared pool
                     shared_namespaces, shared_labels     only with key_expr (see above)
+                    rows_col              str    none    a column holding how many rows each input row stands for
+                                                 (the query engine pre-aggregates per key; properties that differ
+                                                 within a pre-aggregated row must then be NULL)
 
   Output: one row per (step_start, agg_key): step_start, step_end, agg_key, every column of fct_allocation_daily
   (usage_date = step day, window_* = step), sums of the additive columns, `shared_cost` received,
@@ -77,7 +80,8 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- endfor %}
 {{ ov.get('idle_clamped', 'coalesce(idle_clamped, FALSE)' if base else 'FALSE') }} AS idle_clamped,
 {{ ov.get('is_estimated', 'coalesce(is_estimated, FALSE)' if base else 'FALSE') }} AS is_estimated,
-{{ ov.get('estimation_reasons', "coalesce(estimation_reasons, '')" if base else "''") }} AS estimation_reasons
+{{ ov.get('estimation_reasons', "coalesce(estimation_reasons, '')" if base else "''") }} AS estimation_reasons,
+{{ ov.get('_n', '_n' if base else '0') }} AS _n
 {%- endmacro -%}
 
 {%- macro share_allocations(relation_sql, key_expr=none, step_col=none, options={}) -%}
@@ -133,7 +137,9 @@ _sa_src AS MATERIALIZED (
             - coalesce(gpu_cost_idle, 0) - coalesce(shared_cost, 0) AS _pre_total,
         coalesce(is_filtered_out, FALSE) AS _filtered,
         coalesce(carbon_intensity_g_per_kwh, 0) * coalesce(energy_kwh, 0) AS _ci_e,
-        coalesce(pue, 0) * coalesce(energy_kwh, 0) AS _pue_e
+        coalesce(pue, 0) * coalesce(energy_kwh, 0) AS _pue_e,
+        -- rows this input row stands for (the query engine pre-aggregates rows per key; dbt passes rows as-is)
+        CAST({{ o.get('rows_col') or '1' }} AS DOUBLE) AS _n
     FROM _sa_in
 ),
 _sa_steps AS MATERIALIZED (
@@ -146,7 +152,7 @@ _sa_w AS MATERIALIZED (
     -- Idle weights (A11): per resource, from pre-idle costs of the rest AND the shared rows; even = 1 per row.
     SELECT *,
         {%- if idle_split == 'even' %}
-        1.0 AS _wc, 1.0 AS _wm, 1.0 AS _wg, 1.0 AS _we
+        _n AS _wc, _n AS _wm, _n AS _wg, _n AS _we
         {%- else %}
         _c AS _wc, _m AS _wm, _g AS _wg, _c + _m + _g AS _we
         {%- endif %}
@@ -154,13 +160,13 @@ _sa_w AS MATERIALIZED (
 ),
 _sa_idle_den AS MATERIALIZED (
     SELECT step_start, _ikey,
-        sum(_wc) AS wc, sum(_wm) AS wm, sum(_wg) AS wg, sum(_we) AS we, count(*) AS n,
+        sum(_wc) AS wc, sum(_wm) AS wm, sum(_wg) AS wg, sum(_we) AS we, sum(_n) AS n,
         -- kept part: shared rows are never filtered (they are shared whatever the filter)
         sum(_wc) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kc,
         sum(_wm) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS km,
         sum(_wg) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kg,
         sum(_we) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS ke,
-        count(*) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kn
+        sum(_n) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kn
     FROM _sa_w GROUP BY step_start, _ikey
 ),
 _sa_idle_amt AS MATERIALIZED (
@@ -340,14 +346,16 @@ _sa_parts AS MATERIALIZED (
 _sa_agg AS MATERIALIZED (
     SELECT step_start, step_end, agg_key,
     {%- for c in _SA_PROPS %}
+        -- one value on every member: all non-NULL and min = max (no DISTINCT aggregate: those run as separate
+        -- hash tables joined back, which dominated query time)
         CASE WHEN count(*) FILTER (WHERE _base) > 0
-              AND count(DISTINCT {{ c }}) FILTER (WHERE _base) = 1
               AND count({{ c }}) FILTER (WHERE _base) = count(*) FILTER (WHERE _base)
+              AND min({{ c }}) FILTER (WHERE _base) = max({{ c }}) FILTER (WHERE _base)
              THEN min({{ c }}) FILTER (WHERE _base) END AS {{ c }},
     {%- endfor %}
         min(start_ts) FILTER (WHERE _base) AS start_ts,
         max(end_ts) FILTER (WHERE _base) AS end_ts,
-        count(*) FILTER (WHERE _base) AS _members,
+        sum(_n) FILTER (WHERE _base) AS _members,
         max(minutes) FILTER (WHERE _base) AS _max_minutes,
     {%- for c in ['cpu_core_hours', 'cpu_cost', 'cpu_cost_idle', 'gpu_hours', 'gpu_cost', 'gpu_cost_idle',
         'ram_byte_hours', 'ram_cost', 'ram_cost_idle', 'pv_byte_hours', 'pv_cost', 'network_transfer_bytes',
@@ -365,7 +373,7 @@ _sa_agg AS MATERIALIZED (
         coalesce(bool_or(idle_clamped) FILTER (WHERE _base), FALSE) AS idle_clamped,
         coalesce(bool_or(is_estimated), FALSE) AS is_estimated,
         coalesce(array_to_string(list_sort(list_distinct(list_filter(
-            flatten(list(string_split(coalesce(estimation_reasons, ''), ','))),
+            string_split(string_agg(DISTINCT nullif(estimation_reasons, ''), ','), ','),
             lambda x: x <> ''))), ','), '') AS estimation_reasons
     FROM _sa_parts
     GROUP BY step_start, step_end, agg_key

@@ -49,6 +49,9 @@ def check_map_key(param: str, raw: str, key: str) -> str:
 def _lookup_one(column: str, key: str, params: Params) -> str:
     # Original key first, then any stored key whose sanitised form equals the requested key's sanitised form.
     exact = f"json_extract_string({column}, {params.bind('$.' + chr(34) + key + chr(34))})"
+    if re.fullmatch(r"[A-Za-z0-9]+", key):
+        # only the key itself sanitises to a key without '_' or punctuation: skip the (costly) key scan
+        return exact
     target = params.bind(sanitise(key))
     match = (f"list_filter(json_keys({column}), lambda k: regexp_replace(k, '[^a-zA-Z0-9_]', '_', 'g') = {target})[1]")
     fuzzy = (f"json_extract_string({column}, '$.\"' || replace(replace({match}, '\\', '\\\\'), '\"', '\\\"') || '\"')")

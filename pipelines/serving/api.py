@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import duckdb
 
-from pipelines.serving.engine import SERVING_DUCKDB_CONFIG, AllocationQuery, query_allocations, to_csv
+from pipelines.serving.engine import AllocationQuery, connect_serving, query_allocations, to_csv
 from pipelines.serving.errors import QueryError
 from pipelines.settings import Settings
 
@@ -185,7 +185,7 @@ class _Warehouse:
                 if self.con is not None:
                     self.con.close()
                 # bounded memory: a heavy query spills or fails, it never takes the machine down
-                self.con = duckdb.connect(self.path, read_only=True, config=SERVING_DUCKDB_CONFIG)
+                self.con = connect_serving(self.path)
                 self.stamp = stamp
             return self.con.cursor()
 

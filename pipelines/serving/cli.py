@@ -10,9 +10,7 @@ import json
 import sys
 from typing import Any
 
-import duckdb
-
-from pipelines.serving.engine import SERVING_DUCKDB_CONFIG, AllocationQuery, query_allocations, to_csv
+from pipelines.serving.engine import AllocationQuery, connect_serving, query_allocations, to_csv
 from pipelines.serving.errors import QueryError
 from pipelines.settings import Settings
 
@@ -86,7 +84,7 @@ def run_allocation_cli(argv: list[str], settings: Settings) -> int:
         if not path.exists():
             print(f"error: the serving copy {path} does not exist; run the pipeline first", file=sys.stderr)
             return 1
-        con = duckdb.connect(str(path), read_only=True, config=SERVING_DUCKDB_CONFIG)
+        con = connect_serving(path)
         try:
             sets = query_allocations(con, q)
         finally:

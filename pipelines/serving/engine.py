@@ -31,6 +31,14 @@ MAX_LIMIT = 100_000
 SERVING_DUCKDB_CONFIG = {"memory_limit": os.environ.get("KUBELEDGER_QUERY_MEMORY", "4GB")}
 
 
+def connect_serving(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """Open the serving copy read-only with the query memory cap (set after connecting, so other read-only
+    connections to the same file in this process need no matching configuration)."""
+    con = duckdb.connect(str(path), read_only=True)
+    con.execute("SET memory_limit = ?", [SERVING_DUCKDB_CONFIG["memory_limit"]])
+    return con
+
+
 @lru_cache(maxsize=1)
 def _macro_module() -> Any:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701 - renders SQL
@@ -239,8 +247,8 @@ def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> lis
     )"""  # noqa: S608
     options = {"share_idle": q.share_idle, "idle_split": q.idle_split, "idle_by_node": q.idle_by_node,
                "split_idle": q.split_idle, "include_idle": q.idle, "share_split": q.share_split,
-               "overhead_monthly_usd": float(q.share_cost)}
-    sql = render_sharing_sql(relation, options)
+               "overhead_monthly_usd": float(q.share_cost), "rows_col": "_rows"}
+    sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]
     by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
@@ -256,6 +264,45 @@ def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> lis
             items = items[:q.limit]
         out.append(dict(items))
     return out
+
+
+_PROPS = ("node", "namespace", "pod", "pod_uid", "container", "allocation_name", "controller_kind", "controller",
+          "provider_id", "labels", "annotations", "namespace_labels", "namespace_annotations", "node_labels",
+          "services")
+_AVERAGES = ("cpu_core_request_average", "cpu_core_usage_average", "gpu_request_average", "gpu_usage_average",
+             "ram_byte_request_average", "ram_byte_usage_average")
+_SUMS = ("cpu_core_hours", "cpu_cost", "cpu_cost_idle", "gpu_hours", "gpu_cost", "gpu_cost_idle", "ram_byte_hours",
+         "ram_cost", "ram_cost_idle", "pv_byte_hours", "pv_cost", "network_transfer_bytes", "network_receive_bytes",
+         "network_cross_zone_cost", "network_cross_region_cost", "network_internet_cost", "network_cost",
+         "load_balancer_cost", "shared_cost", "external_cost", "total_cost", "energy_kwh", "energy_cpu_kwh",
+         "energy_memory_kwh", "energy_gpu_kwh", "energy_storage_kwh", "co2e_operational_g", "co2e_embodied_g",
+         "co2e_total_g")
+
+
+def _preaggregated(relation: str, idle_by_node: bool) -> str:
+    """Collapse the window's rows to one per (step, key, idle key, kind, shared, filtered) before sharing.
+
+    Every step of the sharing algorithm is linear within such a group (weights, idle and shared amounts are sums),
+    so the answer is the same while the sharing SQL sees thousands of rows instead of millions. Properties that
+    differ inside a group become NULL, averages stay time-weighted, and `_rows` keeps the member count."""
+    # estimation_reasons is a group key too: few distinct values, and it spares a DISTINCT aggregate
+    group = ["step_start", "step_end", "agg_key", "is_shared_row", "is_filtered_out", "allocation_kind", "cluster",
+             "estimation_reasons"]
+    if idle_by_node:
+        group.append("node")
+    props = [c for c in _PROPS if c not in group]
+    cols = [*group]
+    cols += [f"CASE WHEN count({c}) = count(*) AND min({c}) = max({c}) THEN min({c}) END AS {c}" for c in props]
+    cols += ["min(start_ts) AS start_ts", "max(end_ts) AS end_ts", "sum(minutes) AS minutes"]
+    cols += [f"sum({c} * minutes) / nullif(sum(minutes), 0) AS {c}" for c in _AVERAGES]
+    cols += ["max(cpu_core_usage_max) AS cpu_core_usage_max", "max(ram_byte_usage_max) AS ram_byte_usage_max"]
+    cols += [f"sum({c}) AS {c}" for c in _SUMS]
+    cols += ["sum(carbon_intensity_g_per_kwh * energy_kwh) / nullif(sum(energy_kwh), 0) AS carbon_intensity_g_per_kwh",
+             "sum(pue * energy_kwh) / nullif(sum(energy_kwh), 0) AS pue",
+             "bool_or(idle_clamped) AS idle_clamped", "bool_or(is_estimated) AS is_estimated",
+             "count(*) AS _rows"]
+    # identifiers above are fixed names; the relation is the engine's own parameterised SQL
+    return f"(SELECT {', '.join(cols)} FROM {relation} AS _r GROUP BY {', '.join(group)})"  # noqa: S608
 
 
 def _add_breakdown(con: duckdb.DuckDBPyConnection, q: AllocationQuery, relation: str, values: dict[str, Any],
