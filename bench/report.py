@@ -94,9 +94,9 @@ def format_table(title: str, stages: list[StageResult]) -> str:
         rate = f"{rows / s.wall_s:,.0f}" if rows and s.wall_s > 0 else "-"
         lines.append(f"{s.name:<14}{_fmt_int(s.rows_in):>13}{_fmt_int(s.rows_out):>13}{s.wall_s:>9.2f}"
                      f"{s.work_s:>9.2f}{s.peak_rss_mib:>14,.0f}{rate:>12}")
-    transform = [s for s in stages if s.name.startswith("dbt ") and s.name != "dbt test"]
+    transform = [s for s in stages if s.name.startswith("dbt ") and s.name not in ("dbt test", "dbt seed")]
     if transform:
-        lines.append(f"{'dbt total':<14}{'':>13}{'':>13}{sum(s.wall_s for s in transform):>9.2f}"
+        lines.append(f"{'dbt transform':<14}{'':>13}{'':>13}{sum(s.wall_s for s in transform):>9.2f}"
                      f"{sum(s.work_s for s in transform):>9.2f}{max(s.peak_rss_mib for s in transform):>14,.0f}")
     return "\n".join(lines)
 
@@ -144,7 +144,7 @@ def format_reconciliation(label: str, r: Reconciliation) -> str:
 def summary_row(scale: str, stages: list[StageResult], queries: StageResult | None, rec: Reconciliation | None
                 ) -> dict[str, Any]:
     by = {s.name: s for s in stages}
-    transform = [s for s in stages if s.name.startswith("dbt ") and s.name != "dbt test"]
+    transform = [s for s in stages if s.name.startswith("dbt ") and s.name not in ("dbt test", "dbt seed")]
     return {
         "scale": scale,
         "raw_rows": by["load"].rows_out if "load" in by else 0,

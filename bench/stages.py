@@ -134,6 +134,10 @@ def layer_rows(p: dict[str, Any], layer: str) -> tuple[int, int]:
             return 0, _count(con, _tables(con, "seeds"))
         if layer == "staging":
             return raw, raw  # views: rows visible through them equal the raw rows in the window
+        if layer == "transform":
+            return raw, _count(con, [f"marts.{t}" for t in MART_TABLES], "where usage_date >= ? and usage_date < ?",
+                               [start.date(), end.date() if end.time() == datetime.min.time()
+                                else end.date() + timedelta(1)])
         inter = _count(con, _tables(con, "intermediate"))
         if layer == "intermediate":
             return raw, inter
@@ -168,6 +172,9 @@ def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
         command = ["seed"]
     elif layer == "test":
         command = ["test"]
+    elif layer == "transform":
+        # what the daily Dagster run does: one dbt process over all layers
+        command = ["run", "--select", "staging", "intermediate", "marts"]
     else:
         command = ["run", "--select", layer]
     res = dbtRunner().invoke(dbt_args(p, command))
