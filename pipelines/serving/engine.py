@@ -292,7 +292,9 @@ def _preaggregated(relation: str, idle_by_node: bool) -> str:
         group.append("node")
     props = [c for c in _PROPS if c not in group]
     cols = [*group]
-    cols += [f"CASE WHEN count({c}) = count(*) AND min({c}) = max({c}) THEN min({c}) END AS {c}" for c in props]
+    # equal-on-all-members test by hash: comparing long JSON strings (labels, annotations) row by row dominated
+    cols += [f"CASE WHEN count({c}) = count(*) AND min(hash({c})) = max(hash({c})) THEN any_value({c}) END AS {c}"
+             for c in props]
     cols += ["min(start_ts) AS start_ts", "max(end_ts) AS end_ts", "sum(minutes) AS minutes"]
     cols += [f"sum({c} * minutes) / nullif(sum(minutes), 0) AS {c}" for c in _AVERAGES]
     cols += ["max(cpu_core_usage_max) AS cpu_core_usage_max", "max(ram_byte_usage_max) AS ram_byte_usage_max"]
