@@ -57,8 +57,8 @@ def release_orphaned_runs(instance, log=print) -> list[str]:
     A CLI run killed mid-way (SIGKILL, OOM killer, reboot) stays STARTED in the run storage and keeps its
     `duckdb_writer` pool slot; with no daemon to notice, every later run waits for that slot forever. Runs this CLI
     started on this host (tagged with its pid) whose process no longer exists are marked failed and their slots
-    freed, as are the slots still held by any run that has already finished. Runs of live processes and runs
-    launched by `dagster dev` (no pid tag) are left alone."""
+    freed, as are the slots still held by any run that has already finished (or no longer exists). Runs of live
+    processes and runs launched by `dagster dev` (no pid tag) are left alone."""
     import dagster as dg
     from dagster._core.storage.dagster_run import FINISHED_STATUSES
 
@@ -77,9 +77,9 @@ def release_orphaned_runs(instance, log=print) -> list[str]:
         holders = set(released) | set(storage.get_concurrency_run_ids())
         for key in storage.get_concurrency_keys():
             holders.update(slot.run_id for slot in storage.get_concurrency_info(key).claimed_slots)
-        finished = {r.run_id for r in instance.get_runs(
-            filters=dg.RunsFilter(run_ids=list(holders), statuses=list(FINISHED_STATUSES)))} if holders else set()
-        for run_id in sorted(finished):
+        runs = instance.get_runs(filters=dg.RunsFilter(run_ids=list(holders))) if holders else []
+        live = {r.run_id for r in runs if r.status not in FINISHED_STATUSES}
+        for run_id in sorted(holders - live):  # finished, or deleted from the run storage
             storage.free_concurrency_slots_for_run(run_id)
     if released:
         log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")

@@ -8,8 +8,10 @@ The copy is written in DuckDB storage version v1.4.0 so BI tools embedding DuckD
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import date
@@ -35,6 +37,7 @@ class PublishResult:
 def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResult:
     """Copy the marts (and sql/bi views) from the working warehouse into a new file and swap it in."""
     serving_path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_tmp(serving_path)
     tmp = serving_path.with_name(f".{serving_path.name}.{uuid.uuid4().hex}.tmp")
     con = duckdb.connect()
     counts: dict[str, int] = {}
@@ -69,9 +72,45 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
 
 
+def remove_stale_tmp(serving_path: Path) -> list[Path]:
+    """Delete the temporary copies (and their WAL) left next to the serving copy by a publish that was killed.
+
+    A file another process still has open is in use (DuckDB holds a POSIX lock on it) and is kept."""
+    removed: list[Path] = []
+    for path in serving_path.parent.glob(f".{serving_path.name}.*.tmp"):
+        if _locked(path):
+            continue
+        for p in (path, path.with_name(path.name + ".wal")):
+            if p.exists():
+                p.unlink(missing_ok=True)
+                removed.append(p)
+    # a WAL whose database file is already gone
+    for wal in serving_path.parent.glob(f".{serving_path.name}.*.tmp.wal"):
+        if not wal.with_name(wal.name[:-4]).exists():
+            wal.unlink(missing_ok=True)
+            removed.append(wal)
+    return removed
+
+
+def _locked(path: Path) -> bool:
+    """Whether another process holds DuckDB's lock on this file."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe lock
+    return False
+
+
 def export_parquet(working_path: Path, parquet_root: Path, days: list[date]) -> dict[str, int]:
     """Write each mart's rows for these days as <root>/<mart>/cluster=<c>/date=<d>/data.parquet (replaced per day)."""
     written: dict[str, int] = {}
+    started = time.time()
     con = duckdb.connect(str(working_path), read_only=True)
     try:
         for table in PARQUET_MARTS:
@@ -87,6 +126,9 @@ def export_parquet(working_path: Path, parquet_root: Path, days: list[date]) -> 
                 for cluster in clusters:
                     folder = parquet_root / table / f"cluster={_safe(cluster)}" / f"date={day.isoformat()}"
                     folder.mkdir(parents=True, exist_ok=True)
+                    for stale in folder.glob(".data.*.tmp"):  # left by an export that was killed
+                        if stale.stat().st_mtime < started:
+                            stale.unlink(missing_ok=True)
                     tmp = folder / f".data.{uuid.uuid4().hex}.tmp"
                     con.execute(
                         f"copy (select * exclude (cluster) from marts.{table} where usage_date = ? and cluster = ?) "  # noqa: S608

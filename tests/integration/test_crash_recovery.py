@@ -42,7 +42,7 @@ def dbt_running(pgid: int) -> bool:
 
 def publishing(wh: Path) -> bool:
     """The serving copy is being written (its temporary file exists next to the target)."""
-    return any(p.name.startswith(".serving.duckdb.") and p.name.endswith(".tmp") for p in wh.iterdir())
+    return any(p.name.startswith(".serving.duckdb.") and ".tmp" in p.name for p in wh.iterdir())
 
 
 def kill_when(proc: subprocess.Popen, ready, after_s: float, timeout: float = 400) -> float:
