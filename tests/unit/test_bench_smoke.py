@@ -62,7 +62,7 @@ def test_table_formatting():
               StageResult("dbt staging", 2.0, 200.0, {"rows_in": 1000, "rows_out": 1000, "seconds": 0.5}),
               StageResult("dbt marts", 4.0, 400.0, {"rows_in": 2000, "rows_out": 50, "seconds": 3.0})]
     text = format_table("tiny", stages)
-    assert "dbt total" in text and "6.00" in text and "1,000" in text
+    assert "dbt transform" in text and "6.00" in text and "1,000" in text
     q = StageResult("query", 1.0, 50.0, {"rows_in": 10, "queries": {"window=1d&aggregate=namespace": {
         "p50": 0.01, "p95": 0.02, "keys": 3, "n": 20}}})
     assert "window=1d&aggregate=namespace" in format_queries(q)
@@ -84,5 +84,5 @@ def test_bench_end_to_end_tiny(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "reconciliation 10 nodes: PASS" in out
-    for stage in ("generate", "load", "dbt seed", "dbt staging", "dbt intermediate", "dbt marts", "publish"):
+    for stage in ("generate", "load", "dbt seed", "dbt transform", "publish"):
         assert stage in out
