@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import requests
 
+from pipelines import PROJECT_ROOT
 from pipelines.settings import BoaviztaSettings
 from pipelines.sources.boavizta import BUNDLED_SEED, BoaviztaClient, extract_boavizta
 from pipelines.warehouse.landing import replace_partitions
@@ -17,7 +18,7 @@ from tests.fixtures.boavizta_server import boavizta_url  # noqa: F401
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_CSV = Path("/work/shared/data/boavizta/boavizta_cloud_instances_v2.5.0.csv")
+SHARED_CSV = PROJECT_ROOT.parent / "shared" / "data" / "boavizta" / "boavizta_cloud_instances_v2.5.0.csv"
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from pipelines import PROJECT_ROOT
 from pipelines.settings import CarbonSettings
 from pipelines.sources.carbon import (
     ElectricityMapsClient,
@@ -234,7 +235,7 @@ def test_wattnet_zone_map_covers_the_reference_zones(tmp_path: Path) -> None:
     mapping = load_wattnet_zone_map(tmp_path / "absent.csv")  # a missing seed falls back to the built-in map
     assert mapping["IT_NORTH"] == "IT-NO" and mapping["SE3"] == "SE-SE3"
     assert mapping["DK1"] == "DK-DK1" and mapping["NO1"] == "NO-NO1" and mapping["DE"] == "DE"
-    ref = Path("/work/shared/data/wattnet/wattnet_zones_entsoe_full.csv")
+    ref = PROJECT_ROOT.parent / "shared" / "data" / "wattnet" / "wattnet_zones_entsoe_full.csv"
     if ref.exists():
         ids = [line.split(",")[0] for line in ref.read_text().splitlines()[1:] if line]
         unmapped = sorted(set(ids) - set(mapping))
