@@ -282,7 +282,11 @@ def main(argv: list[str] | None = None) -> int:
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
     }
-    return handlers[args.command]()
+    try:
+        return handlers[args.command]()
+    except SettingsError as exc:  # e.g. --cluster naming a cluster that is not configured
+        print(f"kubeledger: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,11 +6,16 @@ Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGE
 from __future__ import annotations
 
 import os
+import warnings
 
 import dagster as dg
 
 from pipelines.settings import Settings, load_settings
 from pipelines.steps import warehouse_env
+
+# Partitioned asset checks and backfill policies are Dagster beta/preview features we rely on on purpose.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 
 def build_definitions(settings: Settings | None = None, config_path: str | None = None) -> dg.Definitions:
