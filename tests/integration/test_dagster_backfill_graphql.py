@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from pipelines import PROJECT_ROOT
-from tests.fixtures.pipeline_workdir import D1, D3, cli_env, day_totals, write_config
+from tests.fixtures.pipeline_workdir import D1, D3, cli_env, day_totals, live_processes, write_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -62,17 +62,8 @@ def _free_port() -> int:
 def _descendants(root: int) -> set[int]:
     """Every live process below `root` (by parent pid), whatever its process group."""
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] == "Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
+    for pid, ppid, _group in live_processes():
+        children.setdefault(ppid, []).append(pid)
     out: set[int] = set()
     todo = [root]
     while todo:
