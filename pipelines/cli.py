@@ -218,7 +218,7 @@ def cmd_allocation(args: argparse.Namespace, settings: Settings, rest: list[str]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from pipelines.serving.api import serve
+    from pipelines.serving.server import serve
 
     serve(settings, args.host, args.port)
     return 0

@@ -72,7 +72,8 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
     """Land the metrics tables of every cluster for these hours. A failing hour-chunk writes nothing."""
     from pipelines.sources.demo import extract_demo_hours
 
-    summary: dict[str, Any] = {"rows": 0, "queries": 0, "warnings": [], "clusters": {}, "tables": {}}
+    summary: dict[str, Any] = {"rows": 0, "queries": 0, "warnings": [], "clusters": {}, "tables": {},
+                               "absent_series": {}}
     for cluster in clusters or settings.clusters:
         rows = 0
         for chunk in _chunks(hours, LAND_CHUNK_HOURS):
@@ -88,6 +89,11 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
                 summary["tables"][table] = summary["tables"].get(table, 0) + n
             summary["queries"] += int(result.metadata.get("queries", 0) or 0)
             summary["warnings"].extend(result.metadata.get("warnings", []) or [])
+            # optional series checked and absent, per cluster: {metric: [hour, ...]}; warned where a feature needed it
+            summary["warnings"].extend({"cluster": cluster.name, "warning": w}
+                                       for w in result.metadata.get("absent_warnings", []) or [])
+            for metric, absent_hours in (result.metadata.get("absent_series") or {}).items():
+                summary["absent_series"].setdefault(cluster.name, {}).setdefault(metric, []).extend(absent_hours)
         summary["clusters"][cluster.name] = rows
         summary["rows"] += rows
     return summary
@@ -302,7 +308,7 @@ __all__ = [
 
 HOURLY_RAW_TABLES = (
     "container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours", "pod_volume_hours",
-    "service_hours", "gpu_hours", "k8s_objects", "carbon_intensity_hours",
+    "service_hours", "gpu_hours", "metric_coverage_hours", "k8s_objects", "carbon_intensity_hours",
 )
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for the whole test suite: installs what the tests need (the project venv, the Debian prometheus
 # package, Boavizta in its own venv), then runs pytest (which starts Prometheus, Boavizta and the stand-ins on
-# 127.0.0.1 itself) and dbt's unit and data tests through the pipeline tests.
+# 127.0.0.1 itself), dbt's data tests through the pipeline tests and dbt's unit tests in test_dbt_unit_tests.py.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -26,6 +26,13 @@
                     include_idle          bool   true    output the idle that was not shared
                     share_split           str    weighted | even   (shared namespaces/labels/overhead, A12)
                     overhead_monthly_usd  float  0       $/month ÷ 730 × step hours, added to the shared pool
+                                                 (to each scope's pool: per cluster with share_scope 'cluster')
+                    share_scope           str    all | cluster   where shared rows and overhead are spread (A12):
+                                                 'all' pools them per step over the whole set (OpenCost's
+                                                 AggregateBy semantics, upstream goldens 4a-4d); 'cluster' pools
+                                                 and spreads them within each (step, cluster) — the marts' rule,
+                                                 so one cluster's rows never depend on another cluster's.
+                                                 Idle is always shared per cluster (or per node).
                     shared_namespaces, shared_labels     only with key_expr (see above)
                     rows_col              str    none    a column holding how many rows each input row stands for
                                                  (the query engine pre-aggregates per key; properties that differ
@@ -53,6 +60,19 @@
 
 {%- macro _sa_json_path(key) -%}
 {{ _sa_sql_str('$."' ~ ((key | string) | replace('\\', '\\\\') | replace('"', '\\"')) ~ '"') }}
+{%- endmacro -%}
+
+{%- macro _sa_label(cols, key) -%}
+{#- A label's value: the pod's map before the namespace's, each by the original key, then by kube-state-metrics'
+    sanitised key (chars outside [a-zA-Z0-9_] -> '_'), as macros/labels.sql label_value does for the models. -#}
+{%- set k = key | string -%}
+{%- set sk = k | replace('.', '_') | replace('-', '_') | replace('/', '_') -%}
+{%- set keys = [k] if sk == k else [k, sk] -%}
+{%- set lookups = [] -%}
+{%- for col in cols -%}{%- for kk in keys -%}
+{%- set _ = lookups.append('json_extract_string(' ~ col ~ ', ' ~ _sa_json_path(kk) ~ ')') -%}
+{%- endfor -%}{%- endfor -%}
+coalesce({{ lookups | join(', ') }})
 {%- endmacro -%}
 
 {%- macro _sa_select(ov, base) -%}
@@ -96,11 +116,14 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- set include_idle = o.get('include_idle', true) in [true, 'true', 1] -%}
 {%- set share_split = o.get('share_split', 'weighted') -%}
 {%- set overhead = (o.get('overhead_monthly_usd', 0) or 0) | float -%}
+{%- set share_scope = o.get('share_scope', 'all') or 'all' -%}
+{%- set scope_expr = "coalesce(cluster, '')" if share_scope == 'cluster' else "''" -%}
 {%- set energy_cols = ['energy_kwh', 'energy_cpu_kwh', 'energy_memory_kwh', 'energy_gpu_kwh',
     'energy_storage_kwh', 'co2e_operational_g', 'co2e_embodied_g', 'co2e_total_g', '_ci_e', '_pue_e'] -%}
 {%- if idle_split not in ['weighted', 'even'] or share_split not in ['weighted', 'even']
-      or split_idle not in [true, false, 'true', 'false', 'row'] or overhead < 0 -%}
-SELECT error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0') AS agg_key
+      or split_idle not in [true, false, 'true', 'false', 'row'] or overhead < 0
+      or share_scope not in ['all', 'cluster'] -%}
+SELECT error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0, share_scope: all|cluster') AS agg_key
 {%- else -%}
 {%- set split_idle = 'row' if split_idle == 'row' else (split_idle in [true, 'true']) -%}
 WITH _sa_in AS MATERIALIZED (
@@ -114,8 +137,7 @@ WITH _sa_in AS MATERIALIZED (
            {%- endfor %}
            {%- for lv in o.get('shared_labels', []) or [] %}
              {%- set kv = (lv | string).split(':', 1) %}
-             OR coalesce(json_extract_string(_r.labels, {{ _sa_json_path(kv[0]) }}),
-                         json_extract_string(_r.namespace_labels, {{ _sa_json_path(kv[0]) }}))
+             OR {{ _sa_label(['_r.labels', '_r.namespace_labels'], kv[0]) }}
                 = {{ _sa_sql_str(kv[1] if kv | length > 1 else '') }}
            {%- endfor %}) AS is_shared_row,
            FALSE AS is_filtered_out
@@ -132,6 +154,7 @@ _sa_src AS MATERIALIZED (
              WHEN coalesce(is_shared_row, FALSE) THEN 'shared'
              ELSE 'rest' END AS _role,
         {% if idle_by_node %}cluster || '/' || coalesce(node, ''){% else %}cluster{% endif %} AS _ikey,
+        {{ scope_expr }} AS _scope,
         coalesce(cpu_cost, 0) AS _c, coalesce(ram_cost, 0) AS _m, coalesce(gpu_cost, 0) AS _g,
         coalesce(total_cost, 0) - coalesce(cpu_cost_idle, 0) - coalesce(ram_cost_idle, 0)
             - coalesce(gpu_cost_idle, 0) - coalesce(shared_cost, 0) AS _pre_total,
@@ -143,10 +166,11 @@ _sa_src AS MATERIALIZED (
     FROM _sa_in
 ),
 _sa_steps AS MATERIALIZED (
-    SELECT step_start, step_end,
+    -- one row per (step, share scope): the overhead it adds and its input total (cost_ratio's denominator)
+    SELECT step_start, step_end, _scope,
         CAST({{ overhead }} AS DOUBLE) / 730.0 * (epoch(step_end) - epoch(step_start)) / 3600.0 AS overhead_cost,
         sum(coalesce(total_cost, 0)) AS input_total
-    FROM _sa_src GROUP BY step_start, step_end
+    FROM _sa_src GROUP BY step_start, step_end, _scope
 ),
 _sa_w AS MATERIALIZED (
     -- Idle weights (A11): per resource, from pre-idle costs of the rest AND the shared rows; even = 1 per row.
@@ -216,35 +240,37 @@ _sa_recv AS MATERIALIZED (
     LEFT JOIN _sa_idle_amt i USING (step_start, _ikey)
 ),
 _sa_pool AS MATERIALIZED (
-    -- Shared pool per step: shared rows incl. their idle, plus overhead added after the idle coefficients (A12 3).
-    SELECT s.step_start, s.step_end,
+    -- Shared pool per step and scope: shared rows incl. their idle, plus overhead added after the idle
+    -- coefficients (A12 3).
+    SELECT s.step_start, s.step_end, s._scope,
         s.overhead_cost + coalesce(sum(coalesce(r.total_cost, 0) + r._rc + r._rm + r._rg), 0) AS p_cost,
         {%- for c in energy_cols %}
         coalesce(sum(coalesce(r.{{ c }}, 0) + r._r{{ c }}), 0) AS p_{{ c }},
         {%- endfor %}
         coalesce(bool_or(coalesce(r.is_estimated, FALSE) OR r._r_est), FALSE) AS p_est,
         string_agg(concat_ws(',', nullif(r.estimation_reasons, ''), r._r_reasons), ',') AS p_reasons
-    FROM _sa_steps s LEFT JOIN (SELECT * FROM _sa_recv WHERE _role = 'shared') r USING (step_start)
-    GROUP BY s.step_start, s.step_end, s.overhead_cost
+    FROM _sa_steps s LEFT JOIN (SELECT * FROM _sa_recv WHERE _role = 'shared') r USING (step_start, _scope)
+    GROUP BY s.step_start, s.step_end, s._scope, s.overhead_cost
 ),
 _sa_keyw AS MATERIALIZED (
-    SELECT step_start, agg_key, _filtered, sum(_pre_total) AS w
-    FROM _sa_src WHERE _role = 'rest' GROUP BY step_start, agg_key, _filtered
+    SELECT step_start, _scope, agg_key, _filtered, sum(_pre_total) AS w
+    FROM _sa_src WHERE _role = 'rest' GROUP BY step_start, _scope, agg_key, _filtered
 ),
 _sa_keyden AS MATERIALIZED (
     -- Filtered rows keep their weight (under `__filtered__`, never output) so a filter never changes a share.
-    SELECT step_start, sum(w) AS wsum, count(DISTINCT agg_key) AS nkeys FROM _sa_keyw GROUP BY step_start
+    SELECT step_start, _scope, sum(w) AS wsum, count(DISTINCT agg_key) AS nkeys
+    FROM _sa_keyw GROUP BY step_start, _scope
 ),
 _sa_coef AS MATERIALIZED (
-    SELECT k.step_start, k.agg_key,
+    SELECT k.step_start, k._scope, k.agg_key,
         {%- if share_split == 'even' %}
         1.0 / max(d.nkeys) AS coef
         {%- else %}
         CASE WHEN max(d.wsum) > 0 THEN sum(k.w) / max(d.wsum) ELSE 1.0 / max(d.nkeys) END AS coef
         {%- endif %}
-    FROM _sa_keyw k JOIN _sa_keyden d USING (step_start)
+    FROM _sa_keyw k JOIN _sa_keyden d USING (step_start, _scope)
     WHERE NOT k._filtered
-    GROUP BY k.step_start, k.agg_key
+    GROUP BY k.step_start, k._scope, k.agg_key
 ),
 _sa_parts AS MATERIALIZED (
     SELECT {{ _sa_select({
@@ -318,11 +344,13 @@ _sa_parts AS MATERIALIZED (
         'is_estimated': 'p.p_est AND c.coef > 0',
         'estimation_reasons': "CASE WHEN c.coef > 0 THEN coalesce(p.p_reasons, '') ELSE '' END",
     }, false) }}
-    FROM _sa_coef c JOIN _sa_pool p USING (step_start)
+    FROM _sa_coef c JOIN _sa_pool p USING (step_start, _scope)
     UNION ALL
-    -- A pool with no recipient at all in its step stays visible, so totals are conserved.
+    -- A pool with no recipient at all in its step (and scope) stays visible, so totals are conserved.
     SELECT {{ _sa_select({
-        'agg_key': "'__shared__'",
+        'agg_key': ("coalesce(nullif(_scope, '') || '/', '') || '__shared__'" if share_scope == 'cluster'
+                    else "'__shared__'"),
+        'cluster': ("nullif(_scope, '')" if share_scope == 'cluster' else 'CAST(NULL AS VARCHAR)'),
         'allocation_kind': "'shared'",
         'shared_cost': 'p_cost',
         'total_cost': 'p_cost',
@@ -341,7 +369,7 @@ _sa_parts AS MATERIALIZED (
     }, false) }}
     FROM _sa_pool
     WHERE (p_cost <> 0 OR p_co2e_total_g <> 0 OR p_energy_kwh <> 0)
-      AND step_start NOT IN (SELECT step_start FROM _sa_keyden)
+      AND NOT EXISTS (SELECT 1 FROM _sa_keyden d WHERE d.step_start = _sa_pool.step_start AND d._scope = _sa_pool._scope)
 ),
 _sa_agg AS MATERIALIZED (
     SELECT step_start, step_end, agg_key,
@@ -429,12 +457,17 @@ SELECT
     CASE WHEN e._cpu_tot + e._ram_tot > 0
          THEN (e._cpu_eff * e._cpu_tot + e._ram_eff * e._ram_tot) / (e._cpu_tot + e._ram_tot)
          ELSE 0.0 END AS total_efficiency,
-    e.total_cost / nullif(s.input_total + s.overhead_cost, 0) AS cost_ratio,
+    -- share of its scope's total (its cluster's with share_scope 'cluster'), else of the whole set's
+    e.total_cost / nullif(coalesce(s.input_total + s.overhead_cost, t.set_total), 0) AS cost_ratio,
     e.energy_kwh, e.energy_cpu_kwh, e.energy_memory_kwh, e.energy_gpu_kwh, e.energy_storage_kwh,
     e.co2e_operational_g, e.co2e_embodied_g, e.co2e_total_g,
     e._ci_e / nullif(e.energy_kwh, 0) AS carbon_intensity_g_per_kwh,
     e._pue_e / nullif(e.energy_kwh, 0) AS pue,
     e.idle_clamped, e.is_estimated, e.estimation_reasons
-FROM _sa_eff e JOIN _sa_steps s USING (step_start)
+FROM _sa_eff e
+JOIN (SELECT step_start, sum(input_total + overhead_cost) AS set_total FROM _sa_steps GROUP BY step_start) t
+    ON t.step_start = e.step_start
+LEFT JOIN _sa_steps s
+    ON s.step_start = e.step_start AND s._scope = {{ "coalesce(e.cluster, '')" if share_scope == 'cluster' else "''" }}
 {%- endif %}
 {%- endmacro -%}

@@ -29,14 +29,14 @@
     ({{ ts }} + to_microseconds(cast(round(({{ seconds_expr }}) * 1000000) as bigint)))
 {%- endmacro %}
 
-{# JSON object of the listed keys that exist in a JSON object column (node label include-list). #}
-{% macro json_pick(json_col, keys) -%}
-    {{ return(adapter.dispatch('json_pick', 'kubeledger')(json_col, keys)) }}
+{# JSON object text built from (key, SQL expression) pairs; NULL values are kept as JSON null. #}
+{% macro json_object_text(pairs) -%}
+    {{ return(adapter.dispatch('json_object_text', 'kubeledger')(pairs)) }}
 {%- endmacro %}
-{% macro default__json_pick(json_col, keys) -%}
+{% macro default__json_object_text(pairs) -%}
     cast(json_object(
-    {%- for k in keys %}
-        '{{ k }}', json_extract_string({{ json_col }}, '$."{{ k }}"'){% if not loop.last %},{% endif %}
+    {%- for k, expr in pairs %}
+        '{{ k | replace("'", "''") }}', {{ expr }}{% if not loop.last %},{% endif %}
     {%- endfor %}
     ) as varchar)
 {%- endmacro %}
@@ -76,4 +76,29 @@
 {%- endmacro %}
 {% macro default__json_array_agg_distinct(col) -%}
     cast(to_json(list_sort(list_distinct(list({{ col }})))) as varchar)
+{%- endmacro %}
+
+{# kube-state-metrics' sanitised form of a label key computed at run time: every char outside [a-zA-Z0-9_] -> '_'
+   (all matches: DuckDB's regexp_replace needs the 'g' flag, Spark's replaces all by default). #}
+{% macro sanitise_label_key_expr(key_expr) -%}
+    {{ return(adapter.dispatch('sanitise_label_key_expr', 'kubeledger')(key_expr)) }}
+{%- endmacro %}
+{% macro default__sanitise_label_key_expr(key_expr) -%}
+    regexp_replace({{ key_expr }}, '[^a-zA-Z0-9_]', '_', 'g')
+{%- endmacro %}
+
+{# JSON text of the value under a fixed key (an object or array stays JSON), e.g. a Service's spec.selector. #}
+{% macro json_value_text(json_col, key) -%}
+    {{ return(adapter.dispatch('json_value_text', 'kubeledger')(json_col, key)) }}
+{%- endmacro %}
+{% macro default__json_value_text(json_col, key) -%}
+    cast(json_extract({{ json_col }}, '$."{{ key | replace("'", "''") | replace('"', '') }}"') as varchar)
+{%- endmacro %}
+
+{# Select-list expression giving one row per key of a JSON object (none for NULL or {}). #}
+{% macro unnest_json_keys(json_expr) -%}
+    {{ return(adapter.dispatch('unnest_json_keys', 'kubeledger')(json_expr)) }}
+{%- endmacro %}
+{% macro default__unnest_json_keys(json_expr) -%}
+    unnest(json_keys({{ json_expr }}))
 {%- endmacro %}

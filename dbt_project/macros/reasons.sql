@@ -7,8 +7,9 @@
 {%- endmacro %}
 
 {% macro cost_reason_codes() -%}
-    {{ return(['default_price', 'idle_clamped', 'no_egress_classification', 'no_instance_price',
-               'node_metrics_missing', 'usage_above_capacity', 'usage_missing', 'unknown_vcpu']) }}
+    {{ return(['default_price', 'idle_clamped', 'lb_endpoints_missing', 'lb_pods_from_selector',
+               'no_egress_classification', 'no_instance_price', 'node_metrics_missing', 'usage_above_capacity',
+               'usage_missing', 'unknown_vcpu']) }}
 {%- endmacro %}
 
 {# True when the ','-joined reasons column holds any of the codes. #}

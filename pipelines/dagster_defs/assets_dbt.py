@@ -1,7 +1,6 @@
 """dbt assets: seeds (reference data) and the daily-partitioned models, one dbt call per run or backfill range."""
 
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,6 +9,7 @@ import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from pipelines import DBT_PROJECT_DIR, SEEDS_DIR, dbt_executable
+from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, daily_build_args
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
@@ -49,7 +49,8 @@ def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource)
 
 
 class DailyBuildConfig(dg.Config):
-    exclude_unit_tests: bool = False  # scheduled runs may skip the formula unit tests (CI runs them)
+    # dbt unit tests are CI's and development's (tests/integration/test_dbt_unit_tests.py); False runs them too
+    exclude_unit_tests: bool = DAILY_BUILD_EXCLUDES_UNIT_TESTS
     cluster: str | None = None  # rebuild one cluster only (kubeledger materialize --cluster)
 
 
@@ -61,7 +62,5 @@ def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kub
     """staging → intermediate → marts for the days of the run's partition window (a range in backfills)."""
     window = context.partition_time_window  # never partition_key: a backfill range has no single key
     variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=config.cluster)
-    args = ["build", "--vars", json.dumps(variables)]
-    if config.exclude_unit_tests:
-        args += ["--exclude-resource-type", "unit_test"]
+    args = daily_build_args(variables, exclude_unit_tests=config.exclude_unit_tests)
     yield from dbt.cli(args, context=context).stream()

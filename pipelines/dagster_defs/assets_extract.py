@@ -53,6 +53,8 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
             "rows": summary["tables"].get(key[1], 0), "hours": len(hours), "promql_queries": summary["queries"],
             "rows_per_cluster": dg.MetadataValue.json(summary["clusters"]),
             "warnings": dg.MetadataValue.json(summary["warnings"][:50]),
+            # {cluster: {metric: [hours]}}: optional series checked and not found (the warnings name the needed ones)
+            "absent_series": dg.MetadataValue.json(summary["absent_series"]),
         })
 
 

@@ -10,8 +10,9 @@ import json
 import sys
 from typing import Any
 
-from pipelines.serving.engine import AllocationQuery, connect_serving, query_allocations, to_csv
+from pipelines.serving.engine import AllocationQuery, answer_allocations, to_csv
 from pipelines.serving.errors import QueryError
+from pipelines.serving.snapshots import ServingUnavailable, SnapshotPool
 from pipelines.settings import Settings
 
 TABLE_FIELDS = ("cpuCost", "ramCost", "gpuCost", "pvCost", "networkCost", "loadBalancerCost", "sharedCost",
@@ -47,6 +48,9 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     p.add_argument("--share-labels", default=",".join(s.shared_labels))
     p.add_argument("--share-cost", type=float, default=s.monthly_overhead_usd, help="$/month")
     p.add_argument("--share-split", default=s.split)
+    p.add_argument("--share-scope", default="all", choices=("all", "cluster"),
+                   help="pool shared costs over the whole answer (all, as OpenCost) or within each cluster "
+                        "(cluster, as marts.fct_allocation_shared_daily)")
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
@@ -77,25 +81,29 @@ def run_allocation_cli(argv: list[str], settings: Settings) -> int:
             idle=a.idle, share_idle=a.share_idle, idle_split=a.idle_split, idle_by_node=a.idle_by_node,
             split_idle=a.split_idle, share_namespaces=tuple(x.strip() for x in a.share_namespaces.split(",") if x.strip()),
             share_labels=tuple(x.strip() for x in a.share_labels.split(",") if x.strip()),
-            share_cost=a.share_cost, share_split=a.share_split, offset=a.offset, limit=a.limit,
+            share_cost=a.share_cost, share_split=a.share_split, share_scope=a.share_scope, offset=a.offset, limit=a.limit,
             format="csv" if a.format == "csv" else "json")
         q.validate()
-        path = settings.serving_path
-        if not path.exists():
-            print(f"error: the serving copy {path} does not exist; run the pipeline first", file=sys.stderr)
-            return 1
-        con = connect_serving(path)
+        pool = SnapshotPool(settings.serving_path)
         try:
-            sets = query_allocations(con, q)
+            with pool.lease() as snap:
+                answer = answer_allocations(snap.con.cursor(), q)
         finally:
-            con.close()
+            pool.close()
     except QueryError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2 if exc.status == 400 else 1
+    except ServingUnavailable as exc:
+        print(f"error: {exc.reason}", file=sys.stderr)
+        return 1
+    if answer.warning:
+        print(f"warning: {answer.warning}", file=sys.stderr)
+    sets = answer.sets
     if a.format == "csv":
         sys.stdout.write(to_csv(sets))
     elif a.format == "json":
-        sys.stdout.write(json.dumps({"code": 200, "status": "success", "data": sets}, indent=2) + "\n")
+        body = {"code": 200, "status": "success", "data": sets, **({"warning": answer.warning} if answer.warning else {})}
+        sys.stdout.write(json.dumps(body, indent=2) + "\n")
     else:
         sys.stdout.write(_table(sets))
     return 0

@@ -7,7 +7,6 @@ plain jinja2 and per-request options — the same macro dbt renders for marts.fc
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import lru_cache
@@ -19,25 +18,21 @@ import jinja2
 from pipelines import DBT_PROJECT_DIR
 from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
 from pipelines.serving.errors import QueryError
+from pipelines.serving.extras import (
+    aggregated_metadata,
+    apply_cost_metric,
+    merged_map,
+    proportional_asset_costs,
+)
 from pipelines.serving.filters import compile_filter, parse_filter
-from pipelines.serving.windows import parse_window, step_bounds
+from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
 
 MACRO_PATH = DBT_PROJECT_DIR / "macros" / "allocation_sharing.sql"
 SPLITS = ("weighted", "even")
+# where shared namespaces/labels and shareCost are pooled: over the whole set (OpenCost) or per cluster (the marts)
+SHARE_SCOPES = ("all", "cluster")
 FORMATS = ("json", "csv")
 MAX_LIMIT = 100_000
-
-# Query connections get a memory cap (env KUBELEDGER_QUERY_MEMORY, default 4GB): DuckDB spills past it.
-SERVING_DUCKDB_CONFIG = {"memory_limit": os.environ.get("KUBELEDGER_QUERY_MEMORY", "4GB")}
-
-
-def connect_serving(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
-    """Open the serving copy read-only with the query memory cap (set after connecting, so other read-only
-    connections to the same file in this process need no matching configuration)."""
-    con = duckdb.connect(str(path), read_only=True)
-    con.execute("SET memory_limit = ?", [SERVING_DUCKDB_CONFIG["memory_limit"]])
-    return con
-
 
 @lru_cache(maxsize=1)
 def _macro_module() -> Any:
@@ -67,7 +62,12 @@ class AllocationQuery:
     share_labels: tuple[str, ...] = ()
     share_cost: float = 0.0  # $/month (Kubecost shareCost)
     share_split: str = "weighted"
+    share_scope: str = "all"
     include_shared_cost_breakdown: bool = False
+    aggregated_metadata: bool = False  # includeAggregatedMetadata
+    proportional_asset_costs: bool = False  # includeProportionalAssetResourceCosts
+    cost_metric: str = "cumulative"  # cumulative | hourly | daily | monthly
+    notes: tuple[str, ...] = ()  # warnings from parameter mapping (ignored parameters…)
     offset: int = 0
     limit: int | None = None
     format: str = "json"
@@ -80,6 +80,10 @@ class AllocationQuery:
         for name, value in (("idleSplit", self.idle_split), ("shareSplit", self.share_split)):
             if value not in SPLITS:
                 raise QueryError(name, value, "use weighted or even")
+        if self.share_scope not in SHARE_SCOPES:
+            raise QueryError("shareScope", self.share_scope,
+                             "use all (share across the whole answer, as OpenCost does) or cluster (within each "
+                             "cluster, as marts.fct_allocation_shared_daily does)")
         if self.format not in FORMATS:
             raise QueryError("format", self.format, "use json or csv")
         if not (isinstance(self.share_cost, (int, float)) and math.isfinite(self.share_cost)
@@ -95,7 +99,12 @@ class AllocationQuery:
                 raise QueryError("shareLabels", lv, "use label:value[,label:value…] (e.g. app:prometheus)")
             check_map_key("shareLabels", lv, k.strip())
         win = parse_window(self.window, self.now)
-        steps = step_bounds(win, self.step, "all" if self.format == "csv" else self.accumulate)
+        span = answerable_days(win, self.now, self.window)
+        accumulate = "all" if self.format == "csv" else self.accumulate
+        # steps are validated even when no day can be answered, so a bad step is a 400 in any window
+        steps = step_bounds(Window(span.start, max(span.end, span.start + timedelta(days=1))), self.step, accumulate)
+        if span.empty:
+            steps = []
         params = Params()
         key_sql = aggregate_key_sql(self.aggregate, params)
         filter_sql = compile_filter(parse_filter(self.filter), params)
@@ -105,7 +114,7 @@ class AllocationQuery:
         for lv in self.share_labels:
             k, _, v = lv.partition(":")
             shared.append(f"coalesce({map_lookup_sql('label', k.strip(), params)} = {params.bind(v.strip())}, FALSE)")
-        self._checked = {"window": win, "steps": steps, "params": params, "key_sql": key_sql,
+        self._checked = {"window": win, "span": span, "steps": steps, "params": params, "key_sql": key_sql,
                          "filter_sql": filter_sql, "shared_sql": " OR ".join(shared)}
         return self._checked
 
@@ -128,20 +137,41 @@ def _missing_days(con: duckdb.DuckDBPyConnection, start: date, end: date) -> lis
     return sorted(missing)
 
 
-def _check_materialised(con: duckdb.DuckDBPyConnection, q: AllocationQuery, start: date, end: date) -> None:
+def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
     exists = con.execute("SELECT count(*) FROM information_schema.tables "
-                         "WHERE table_schema = 'marts' AND table_name = 'fct_allocation_daily'").fetchone()
+                         "WHERE table_schema = 'marts' AND table_name = ?", [table]).fetchone()
     if not exists or not exists[0]:
-        raise QueryError("window", q.window, "", status=404,
-                         message="marts.fct_allocation_daily is not in the serving copy; run the pipeline first")
+        raise QueryError("window", "", "", status=503, message=(
+            f"marts.{table} is not in the serving snapshot; run the pipeline (kubeledger materialize) to publish"))
+
+
+def _ranges(days: list[date]) -> str:
+    """2026-11-01..2026-11-03, 2026-11-07 — compact, at most 10 ranges shown."""
+    spans: list[tuple[date, date]] = []
+    for d in sorted(days):
+        if spans and d == spans[-1][1] + timedelta(days=1):
+            spans[-1] = (spans[-1][0], d)
+        else:
+            spans.append((d, d))
+    shown = [a.isoformat() if a == b else f"{a.isoformat()}..{b.isoformat()}" for a, b in spans[:10]]
+    return ", ".join(shown) + (f" and {len(spans) - 10} more range(s)" if len(spans) > 10 else "")
+
+
+def coverage_notes(con: duckdb.DuckDBPyConnection, span: DaySpan, table: str = "fct_allocation_daily"
+                   ) -> tuple[list[str], bool]:
+    """Notes for days of the span the snapshot lacks, and whether any day of it is there at all."""
+    if span.empty:
+        return [], False
+    start, end = span.start.date(), span.end.date()
     missing = _missing_days(con, start, end)
-    if missing:
-        shown = ", ".join(d.isoformat() for d in missing[:10]) + (" …" if len(missing) > 10 else "")
-        span = con.execute("SELECT min(usage_date), max(usage_date) FROM marts.fct_allocation_daily").fetchone()
-        have = f"materialised days: {span[0]}..{span[1]}" if span and span[0] else "nothing is materialised yet"
-        raise QueryError("window", q.window, "", status=404, message=(
-            f"window: {q.window} covers {len(missing)} day(s) not materialised in the serving copy: {shown}; "
-            f"{have} (today is never complete: e.g. use '7d offset 1d' instead of '7d')"))
+    if not missing:
+        return [], True
+    row = con.execute(f"SELECT min(usage_date), max(usage_date) FROM marts.{table}").fetchone()  # noqa: S608
+    have = f"materialised: {row[0]}..{row[1]}" if row and row[0] else "nothing is materialised yet"
+    total = (end - start).days
+    note = (f"{len(missing)} of the {total} day(s) {start}..{end - timedelta(days=1)} are not materialised in the "
+            f"serving copy and were left out: {_ranges(missing)} ({have}; backfill them with kubeledger backfill)")
+    return [note], len(missing) < total
 
 
 def _num(v: Any) -> float | None:
@@ -179,11 +209,18 @@ def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
                      ("namespace", "namespace"), ("pod", "pod"), ("providerID", "provider_id")):
         if r.get(col) is not None:
             props[out] = r[col]
-    for out, col in (("services", "services"), ("labels", "labels"), ("annotations", "annotations"),
-                     ("namespaceLabels", "namespace_labels"), ("namespaceAnnotations", "namespace_annotations")):
+    for out, col in (("services", "services"), ("namespaceLabels", "namespace_labels"),
+                     ("namespaceAnnotations", "namespace_annotations")):
         val = _json_map(r.get(col))
         if val:
             props[out] = val
+    # OpenCost merges the namespace's labels (annotations) into each allocation's, the pod's own winning
+    for out, own, ns in (("labels", "labels", "namespace_labels"), ("annotations", "annotations",
+                                                                     "namespace_annotations")):
+        if r.get(own) is not None:  # NULL: the members' own maps differ (includeAggregatedMetadata intersects)
+            merged = merged_map(r.get(ns), r.get(own))
+            if merged:
+                props[out] = merged
     raw_only = None
     if r.get("cpu_core_usage_max") is not None or r.get("ram_byte_usage_max") is not None:
         raw_only = {"cpuCoreUsageMax": _num(r.get("cpu_core_usage_max")),
@@ -224,14 +261,35 @@ def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> list[dict[str, dict[str, Any]]]:
-    """Run `q` on an open (read-only) serving connection: one {key: allocation} map per step, by totalCost desc."""
+@dataclass
+class AllocationAnswer:
+    """The sets of a query (one {key: allocation} map per step) and what the answer left out or ignored."""
+
+    sets: list[dict[str, dict[str, Any]]]
+    warnings: list[str]
+    span: DaySpan
+
+    @property
+    def warning(self) -> str | None:
+        return "; ".join(self.warnings) or None
+
+
+def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> AllocationAnswer:
+    """Run `q` on an open (read-only) serving connection. Days that cannot be answered (incomplete, partial at a
+    window's edge, not materialised) are left out and named in `warnings`; an answer is never a 404."""
     c = q.validate()
-    win, steps, params = c["window"], c["steps"], c["params"]
-    _check_materialised(con, q, win.start.date(), win.end.date())
+    span, steps, params = c["span"], c["steps"], c["params"]
+    require_mart(con, "fct_allocation_daily")
+    warnings = [*q.notes, *span.notes]
+    notes, any_day = coverage_notes(con, span)
+    warnings += notes
+    if not steps:
+        return AllocationAnswer([{}], warnings, span)
+    if not any_day:
+        return AllocationAnswer([{} for _ in steps], warnings, span)
     values = dict(params.values)
     # SQL text below is built only from allow-listed identifiers and $-parameters (S608 reviewed).
-    values.update(win_s=win.start.date(), win_e=win.end.date(),
+    values.update(win_s=span.start.date(), win_e=span.end.date(),
                   steps_s=[s for s, _ in steps], steps_e=[e for _, e in steps])
     relation = f"""(
         SELECT b.*,
@@ -247,7 +305,7 @@ def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> lis
     )"""  # noqa: S608
     options = {"share_idle": q.share_idle, "idle_split": q.idle_split, "idle_by_node": q.idle_by_node,
                "split_idle": q.split_idle, "include_idle": q.idle, "share_split": q.share_split,
-               "overhead_monthly_usd": float(q.share_cost), "rows_col": "_rows"}
+               "overhead_monthly_usd": float(q.share_cost), "share_scope": q.share_scope, "rows_col": "_rows"}
     sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]
@@ -257,13 +315,36 @@ def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> lis
         by_step.setdefault(r["step_start"], {})[r["agg_key"]] = to_allocation(r)
     if q.include_shared_cost_breakdown:
         _add_breakdown(con, q, relation, values, steps, by_step)
+    if q.aggregated_metadata:
+        for (step, key), meta in aggregated_metadata(con, relation, values).items():
+            alloc = by_step.get(step, {}).get(key)
+            if alloc is not None:
+                for part in ("labels", "annotations"):
+                    alloc["properties"][part] = meta[part]
+    if q.proportional_asset_costs:
+        parc = proportional_asset_costs(con, relation, values)
+        for step, allocs in by_step.items():
+            for key, alloc in allocs.items():
+                alloc["proportionalAssetResourceCosts"] = parc.get((step, key), {})
+    if q.cost_metric != "cumulative":
+        warnings.append(f"costMetric: {q.cost_metric}: cost fields are USD per "
+                        f"{ {'hourly': 'hour', 'daily': 'day', 'monthly': '730-hour month'}[q.cost_metric] }, "
+                        "averaged over each set's window")
+        for step, step_end in steps:
+            for alloc in by_step.get(step, {}).values():
+                apply_cost_metric(alloc, q.cost_metric, (step_end - step).total_seconds() / 3600.0)
     out: list[dict[str, dict[str, Any]]] = []
     for s, _ in steps:
         items = list(by_step.get(s, {}).items())[q.offset:]
         if q.limit is not None:
             items = items[:q.limit]
         out.append(dict(items))
-    return out
+    return AllocationAnswer(out, warnings, span)
+
+
+def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> list[dict[str, dict[str, Any]]]:
+    """The sets only (see answer_allocations)."""
+    return answer_allocations(con, q).sets
 
 
 _PROPS = ("node", "namespace", "pod", "pod_uid", "container", "allocation_name", "controller_kind", "controller",
@@ -339,6 +420,17 @@ CSV_FIELDS = ("minutes", "cpuCores", "cpuCoreRequestAverage", "cpuCoreUsageAvera
               "energyKwh", "co2eOperationalG", "co2eEmbodiedG", "co2eTotalG", "isEstimated", "estimationReasons")
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: Any) -> Any:
+    """A text cell that a spreadsheet would read as a formula (=, +, -, @, tab, CR first) gets a leading
+    apostrophe (OWASP's CSV-injection advice); numbers are written as numbers and never touched."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def to_csv(sets: list[dict[str, dict[str, Any]]]) -> str:
     """kubeledger rule (A17): one accumulated row per key: key, then the numeric fields."""
     import csv
@@ -350,5 +442,5 @@ def to_csv(sets: list[dict[str, dict[str, Any]]]) -> str:
     for allocs in sets:
         for key, a in allocs.items():
             vals = [";".join(a[f]) if f == "estimationReasons" else ("" if a[f] is None else a[f]) for f in CSV_FIELDS]
-            w.writerow([key, *[repr(v) if isinstance(v, float) else v for v in vals]])
+            w.writerow([csv_text(key), *[repr(v) if isinstance(v, float) else csv_text(v) for v in vals]])
     return buf.getvalue()

@@ -1,15 +1,21 @@
-"""Windows, steps and accumulation (METHOD A15), in UTC, at day granularity.
+"""Windows, steps and accumulation (METHOD A15), in UTC, answered from a daily store.
 
-Our marts are daily, so every window must fall on UTC midnights. A window that does not (`15m`, `36h`,
-`…T12:00:00Z`) is rejected with a 400 that says so instead of being silently rounded: a rounded window would
-report costs for hours the caller did not ask about. `Nh` is accepted when N is a multiple of 24.
-Durations follow OpenCost: end = today's midnight + 1 day, start = end − N (`7d` = today and the 6 days before).
+A window is parsed as Kubecost/OpenCost define it (`parse_window`), then answered with the whole UTC days it
+covers that are complete (`answerable_days`); the marts hold nothing finer, and a day is complete only once it
+has ended. What is left out is never silent: every adjustment becomes a note for the response's `warning`.
+
+- Relative durations (`Nd`, `Nw`, `Nh`/`Nm` that are whole days, with or without `offset`) are the N days ending
+  at the last complete day: `7d` asked during 1 Dec is 24–30 Nov (upstream: 25 Nov–1 Dec, today included). The
+  length is kept, the window moves back by the incomplete part.
+- Everything else keeps its bounds and loses its incomplete parts: `today` has none yet; `week`/`month` end at
+  today's midnight; a pair with edges inside a day (a Grafana range) drops the partial first and last days; a
+  sub-day duration (`1h`, `36h`) keeps the whole days inside it (usually none).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from pipelines.serving.errors import QueryError
@@ -17,8 +23,7 @@ from pipelines.serving.errors import QueryError
 DAY = timedelta(days=1)
 MAX_DAYS = 3660
 MAX_STEPS = 1100
-DAILY_ONLY = "our marts are daily: windows must start and end at 00:00 UTC (Nh needs N a multiple of 24)"
-WINDOW_ALLOWED = ("use today, yesterday, week, month, lastweek, lastmonth, Nd, Nw, Nh (N multiple of 24), "
+WINDOW_ALLOWED = ("use today, yesterday, week, month, lastweek, lastmonth, Nd, Nw, Nh, Nm, "
                   "'Nd offset Md', a unix pair 'start,end' or an RFC3339 pair "
                   "'2024-03-01T00:00:00Z,2024-03-08T00:00:00Z'")
 _DURATION = re.compile(r"^(\d{1,7})([mhdw])(?:\s+offset\s+(\d{1,7})([mhdw]))?$")
@@ -27,30 +32,41 @@ _UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440, "w": 10080}
 
 @dataclass(frozen=True)
 class Window:
-    start: datetime  # naive UTC midnight, inclusive
-    end: datetime  # naive UTC midnight, exclusive
+    start: datetime  # naive UTC, inclusive
+    end: datetime  # naive UTC, exclusive
+    relative: bool = field(default=False, compare=False)  # a whole-day duration: moves back to complete days
 
     @property
     def days(self) -> int:
         return (self.end - self.start).days
 
 
+@dataclass(frozen=True)
+class DaySpan:
+    """The whole, complete UTC days that answer a window: [start, end) (empty when start == end)."""
+
+    start: datetime
+    end: datetime
+    notes: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.end <= self.start
+
+
 def _midnight(dt: datetime) -> datetime:
     return datetime(dt.year, dt.month, dt.day)
 
 
-def _utc_now(now: datetime | None) -> datetime:
+def utc_now(now: datetime | None = None) -> datetime:
     n = now or datetime.now(UTC)
     if n.tzinfo is not None:
         n = n.astimezone(UTC).replace(tzinfo=None)
     return n
 
 
-def _days_of(text: str, count: int, unit: str) -> int:
-    minutes = count * _UNIT_MINUTES[unit]
-    if minutes % 1440:
-        raise QueryError("window", text, DAILY_ONLY)
-    return minutes // 1440
+def _minutes(count: int, unit: str) -> int:
+    return count * _UNIT_MINUTES[unit]
 
 
 def _parse_instant(text: str, part: str) -> datetime:
@@ -70,33 +86,40 @@ def _parse_instant(text: str, part: str) -> datetime:
 
 
 def parse_window(text: str | None, now: datetime | None = None) -> Window:
-    """Parse a Kubecost/OpenCost/ACK window into whole UTC days; `now` is injectable for tests."""
+    """Parse a Kubecost/OpenCost/ACK window as upstream does (UTC); `now` is injectable for tests.
+
+    Whole-day durations (`Nd`, `Nw`, and `Nh`/`Nm` that are multiples of a day) run to the end of today, as
+    upstream's `Nd`; shorter durations end now."""
     if text is None or not str(text).strip():
         raise QueryError("window", "''", "a window is required; " + WINDOW_ALLOWED)
     raw = str(text)
     t = raw.strip().lower()
-    today = _midnight(_utc_now(now))
+    n = utc_now(now)
+    today = _midnight(n)
     if t == "today":
         return Window(today, today + DAY)
     if t == "yesterday":
         return Window(today - DAY, today)
     if t in ("week", "lastweek"):
         sunday = today - timedelta(days=(today.weekday() + 1) % 7)  # Monday=0 → Sunday-based weeks
-        return Window(sunday, today + DAY) if t == "week" else Window(sunday - 7 * DAY, sunday)
+        return Window(sunday, n) if t == "week" else Window(sunday - 7 * DAY, sunday)
     if t in ("month", "lastmonth"):
         first = today.replace(day=1)
         if t == "month":
-            return Window(first, today + DAY)
+            return Window(first, n)
         prev = (first - DAY).replace(day=1)
         return Window(prev, first)
     m = _DURATION.match(t)
     if m:
-        days = _days_of(raw, int(m.group(1)), m.group(2))
-        offset = _days_of(raw, int(m.group(3)), m.group(4)) if m.group(3) else 0
-        if days < 1 or days > MAX_DAYS or offset > MAX_DAYS:
-            raise QueryError("window", raw, f"the duration must be 1..{MAX_DAYS} days")
-        end = today + DAY - offset * DAY
-        return _checked(raw, end - days * DAY, end)
+        length = _minutes(int(m.group(1)), m.group(2))
+        offset = _minutes(int(m.group(3)), m.group(4)) if m.group(3) else 0
+        if length < 1 or length > MAX_DAYS * 1440 or offset > MAX_DAYS * 1440:
+            raise QueryError("window", raw, f"the duration must be 1 minute..{MAX_DAYS} days")
+        if length % 1440 == 0 and offset % 1440 == 0:
+            end = today + DAY - timedelta(minutes=offset)
+            return _checked(raw, end - timedelta(minutes=length), end, relative=True)
+        end = n - timedelta(minutes=offset)
+        return _checked(raw, end - timedelta(minutes=length), end)
     parts = raw.strip().split(",")  # case kept: fromisoformat wants 'T' and 'Z'
     if len(parts) == 1 and re.fullmatch(r"\d{1,12}-\d{1,12}", t):
         parts = t.split("-")
@@ -106,16 +129,52 @@ def parse_window(text: str | None, now: datetime | None = None) -> Window:
     return _checked(raw, start, end)
 
 
-def _checked(raw: str, start: datetime, end: datetime) -> Window:
-    if start != _midnight(start) or end != _midnight(end):
-        raise QueryError("window", raw, DAILY_ONLY)
+def _checked(raw: str, start: datetime, end: datetime, relative: bool = False) -> Window:
     if end <= start:
         raise QueryError("window", raw, "the start must be before the end")
     if (end - start).days > MAX_DAYS:
         raise QueryError("window", raw, f"at most {MAX_DAYS} days")
     if start.year < 1971:
         raise QueryError("window", raw, "the start must be after 1970")
-    return Window(start, end)
+    return Window(start, end, relative)
+
+
+def _day(dt: datetime) -> str:
+    return dt.date().isoformat()
+
+
+def answerable_days(window: Window, now: datetime | None = None, raw: str = "") -> DaySpan:
+    """The complete whole UTC days answering `window`, with a note for everything left out or moved."""
+    today = _midnight(utc_now(now))
+    notes: list[str] = []
+    label = f"window {raw!r}: " if raw else "window: "
+    if window.relative and window.end > today:
+        shift = window.end - today
+        start, end = window.start - shift, today
+        notes.append(f"{label}today ({_day(today)}) is not complete; answered with the {(end - start).days} "
+                     f"complete day(s) {_day(start)}..{_day(end - DAY)} (moved back "
+                     f"{shift.days} day(s); the store is daily)")
+        return DaySpan(start, end, tuple(notes))
+    start = _midnight(window.start)
+    if start < window.start:
+        start += DAY
+        if start <= today:
+            notes.append(f"{label}the partial day {_day(window.start)} (from {window.start:%H:%M} UTC) was left out; "
+                         "the store is daily")
+    end = _midnight(window.end)
+    if window.end > today:
+        end = today
+        if start < today:
+            notes.append(f"{label}today ({_day(today)}) is not complete and was left out")
+    elif end < window.end:
+        notes.append(f"{label}the partial day {_day(end)} (until {window.end:%H:%M} UTC) was left out; "
+                     "the store is daily")
+    if end <= start:
+        notes.append(f"{label}no complete UTC day lies inside {window.start:%Y-%m-%d %H:%M}.."
+                     f"{window.end:%Y-%m-%d %H:%M} UTC (today, {_day(today)}, is never complete); the store is "
+                     "daily, so nothing is answered")
+        return DaySpan(start, start, tuple(notes))
+    return DaySpan(start, end, tuple(notes))
 
 
 _ACCUMULATE = {"": "none", "false": "none", "none": "none", "true": "all", "all": "all",

@@ -8,6 +8,26 @@ from typing import Any
 
 import pandas as pd
 
+# Optional series families: extraction goes on without them, but a feature falls back. The metrics sources land
+# one raw.metric_coverage_hours row per (cluster, hour, metric) for each (series_count 0 = absent), so the models
+# flag what the fallback touched instead of assuming the series exist (README "Metrics each feature needs").
+# metric -> what is lost without it
+OPTIONAL_SERIES: dict[str, str] = {
+    "kube_service_spec_type": "LoadBalancer services (kube-state-metrics `services` collector): no load balancer "
+                              "cost at all",
+    "kube_endpoint_address": "LoadBalancer -> pod mapping (kube-state-metrics >= 2.6): pods taken from the "
+                             "Kubernetes API snapshot's Service selectors (lb_pods_from_selector), else the cost "
+                             "goes to __unmounted__ (lb_endpoints_missing)",
+    "kubecost_pod_network_egress_bytes_total": "egress classification (Kubecost network-costs): network cost 0, "
+                                               "flagged no_egress_classification",
+    "DCGM_FI_DEV_GPU_UTIL": "GPU utilisation (dcgm-exporter): GPU usage unknown, GPU power assumes 50 % "
+                            "utilisation",
+    "DCGM_FI_DEV_POWER_USAGE": "GPU power (dcgm-exporter): estimated from the GPU model's profile, flagged "
+                               "gpu_power_estimated",
+}
+COVERAGE_TABLE = "metric_coverage_hours"
+COVERAGE_COLS = ["cluster", "hour_ts", "metric", "series_count", "_source"]
+
 
 class SourceError(RuntimeError):
     """A source failed for a partition; the message names the cluster/zone, the request and the server's error."""

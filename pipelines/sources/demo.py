@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pipelines.settings import ClusterSettings
-from pipelines.sources.base import ExtractResult, hour_floor
+from pipelines.sources.base import COVERAGE_TABLE, OPTIONAL_SERIES, ExtractResult, hour_floor
 
 SOURCE = "demo"
 GIB = float(2**30)
@@ -794,10 +794,22 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime) -> 
     gpu_hours = pd.DataFrame(gpu_rows, columns=["node", "gpu_uuid", "model_name", "namespace", "pod",
                                                 "container", "power_avg_w", "util_avg"])
 
+    # The optional series this cluster would export (kube-state-metrics >= 2.6, network-costs, dcgm-exporter):
+    # series counts of what was generated; the apiserver's default/kubernetes endpoint always exists.
+    series = {
+        "kube_service_spec_type": len(topo.services),
+        "kube_endpoint_address": int(service_hours["pod_uid"].notna().sum()) + 1,
+        "kubecost_pod_network_egress_bytes_total": int(np.isfinite(eg["eg_zone"]).sum()),
+        "DCGM_FI_DEV_GPU_UTIL": len(gpu_rows),
+        "DCGM_FI_DEV_POWER_USAGE": len(gpu_rows),
+    }
+    coverage = pd.DataFrame({"metric": list(OPTIONAL_SERIES),
+                             "series_count": [series[m] for m in OPTIONAL_SERIES]})
+
     frames = {
         "container_hours": container_hours, "pod_hours": pod_hours, "node_hours": node_hours,
         "namespace_hours": namespace_hours, "volume_hours": volume_hours, "pod_volume_hours": pod_volume_hours,
-        "service_hours": service_hours, "gpu_hours": gpu_hours,
+        "service_hours": service_hours, "gpu_hours": gpu_hours, COVERAGE_TABLE: coverage,
     }
     return {t: _stamp(f, name, hour_ts) for t, f in frames.items()}
 
@@ -826,15 +838,20 @@ def extract_demo_hours(cluster: ClusterSettings, hours: list[datetime]) -> Extra
     """The metrics tables of the demo cluster for `hours` (naive UTC hour starts), `_source='demo'`."""
     parts = list(iter_demo_hours(cluster, hours))
     tables = ("container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours",
-              "pod_volume_hours", "service_hours", "gpu_hours")
+              "pod_volume_hours", "service_hours", "gpu_hours", COVERAGE_TABLE)
     batches = {t: (pd.concat([p.batches[t] for p in parts], ignore_index=True) if parts else pd.DataFrame())
                for t in tables}
     topo = _topology_for(cluster)
+    absent: dict[str, list[str]] = {}
+    if parts:
+        cov = batches[COVERAGE_TABLE]
+        for h, metric in cov.loc[cov["series_count"] == 0, ["hour_ts", "metric"]].itertuples(index=False):
+            absent.setdefault(metric, []).append(h.isoformat())
     return ExtractResult(
         batches=batches,
         partitions=[p for r in parts for p in r.partitions],
         metadata={"source": SOURCE, "nodes": len(topo.nodes), "pod_slots": len(topo.slots),
-                  "hours": len(parts), "rows": {t: len(f) for t, f in batches.items()}},
+                  "hours": len(parts), "rows": {t: len(f) for t, f in batches.items()}, "absent_series": absent},
     )
 
 

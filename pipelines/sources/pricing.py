@@ -13,6 +13,14 @@ we reject hourly values above:
     GPU, spotGPU      50   $/GPU-h    (default 0.95, H100 ~12; a monthly T4 is ~250)
     storage           0.01 $/GiB-h    (= 7.3 $/GiB-month; default 0.0000548, monthly default 0.04)
     egress keys       1.0  $/GiB      (defaults 0.01-0.143; never monthly)
+    load balancer     10   $/h        (LoadBalancer, defaultLBPrice, forwarding rules; defaults ~0.025)
+    LBIngressDataCost 1.0  $/GiB      (default 0.008)
+
+The same table caps the other files: an instance price sheet row (hourly_usd, spot_hourly_usd) and a Kubecost CSV
+`node` row at 1000 $/instance-h (the largest cloud instances list at ~100-400 $/h), a CSV `gpu` row at the GPU cap
+and a CSV `pv` row at 1000 $/volume-h. A price written as text must be a plain decimal in ASCII digits
+(`0.096`, `9.6e-2`): `1_000`, `1,000`, non-ASCII digits ('١٢', '１') and NaN/inf are rejected, and a value above
+its cap (`1e300`) is implausible. A key given twice in a JSON file is an error (JSON parsers keep the last).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -28,7 +37,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.settings import PROVIDERS
+from pipelines.settings import PROVIDERS, file_problem
 
 from .base import ExtractResult
 
@@ -61,7 +70,17 @@ PLAUSIBLE_MAX: dict[str, tuple[float, str]] = {
     "storage": (0.01, "$/GiB-h"),
     "zoneNetworkEgress": (1.0, "$/GiB"), "regionNetworkEgress": (1.0, "$/GiB"),
     "internetNetworkEgress": (1.0, "$/GiB"),
+    "LoadBalancer": (10.0, "$/h"), "defaultLBPrice": (10.0, "$/h"),
+    "firstFiveForwardingRulesCost": (10.0, "$/h"), "additionalForwardingRuleCost": (10.0, "$/h"),
+    "LBIngressDataCost": (1.0, "$/GiB"),
+    # whole-asset prices (instance price sheet, Kubecost CSV)
+    "instance": (1000.0, "$/instance-h"),
+    "volume": (1000.0, "$/volume-h"),
 }
+# Kubecost CSV AssetClass -> its PLAUSIBLE_MAX entry
+NODE_CSV_CAPS = {"node": "instance", "gpu": "GPU", "pv": "volume"}
+# a plain decimal in ASCII digits (float() also takes '1_000', '١٢' and '１', which no price file means)
+DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 
 
 class PricingFileError(ValueError):
@@ -76,8 +95,12 @@ def _now() -> datetime:
 
 def _resolve(path: str | Path) -> Path:
     p = Path(path).expanduser().resolve()
-    if not p.is_file():
+    problem = file_problem(p)
+    if problem == "not found":
         raise PricingFileError(f"{p}: price file not found (check the path in kubeledger.yaml `pricing:`)")
+    if problem:
+        raise PricingFileError(f"{p}: {problem}; a price file must be a regular file (check the path in "
+                               "kubeledger.yaml `pricing:`)")
     return p
 
 
@@ -90,8 +113,10 @@ def _where(file: Path, line: int | None, field: str | None) -> str:
     return out
 
 
-def _price(raw: Any, file: Path, line: int | None, field: str, required: bool) -> float | None:
-    """A finite, non-negative number; '' is missing (an error when required)."""
+def _price(raw: Any, file: Path, line: int | None, field: str, required: bool,
+           cap: str | None = None) -> float | None:
+    """A finite, non-negative number (at most PLAUSIBLE_MAX[cap] when given); '' is missing (an error when
+    required). Text must be a plain ASCII decimal."""
     where = _where(file, line, field)
     if isinstance(raw, bool):
         raise PricingFileError(f"{where}: {raw!r} is not a price; write a number such as 0.096")
@@ -101,7 +126,7 @@ def _price(raw: Any, file: Path, line: int | None, field: str, required: bool) -
         return None
     try:
         value = float(raw.strip()) if isinstance(raw, str) else float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise PricingFileError(
             f"{where}: {raw!r} is not a number; write a plain decimal such as 0.096 (no currency sign, "
             "no thousands separator, '.' as the decimal point)"
@@ -109,8 +134,17 @@ def _price(raw: Any, file: Path, line: int | None, field: str, required: bool) -
     if not math.isfinite(value):
         raise PricingFileError(f"{where}: {raw!r} is not a finite price (NaN/inf); write the real price "
                                "or remove the row")
+    if isinstance(raw, str) and not DECIMAL_RE.fullmatch(raw.strip()):
+        raise PricingFileError(
+            f"{where}: {raw!r} is not a plain decimal; write ASCII digits with '.' as the decimal point, such as "
+            "0.096 (no '_' or thousands separator)"
+        )
     if value < 0:
         raise PricingFileError(f"{where}: {raw!r} is negative; prices must be >= 0")
+    if cap is not None and value > PLAUSIBLE_MAX[cap][0]:
+        max_value, unit = PLAUSIBLE_MAX[cap]
+        raise PricingFileError(f"{where}: {raw!r} is implausible (> {max_value:g} {unit}); check the unit "
+                               "and the decimal point")
     return value
 
 
@@ -182,6 +216,17 @@ def _result(table: str, rows: list[dict[str, Any]], columns: Sequence[str], dtyp
                          metadata={"file": str(file), "rows": len(frame), **metadata})
 
 
+def _unique_keys(pairs: list[tuple[str, Any]], file: Path) -> dict[str, Any]:
+    """json object_pairs_hook: a key given twice is an error (json.loads would keep the last value)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise PricingFileError(f"{_where(file, None, key)}: key {key!r} appears twice; JSON keeps only the "
+                                   "last value silently: keep one")
+        out[key] = value
+    return out
+
+
 # --- instance price sheet -------------------------------------------------------------------------------
 
 def load_price_sheet(path: str | Path) -> ExtractResult:
@@ -211,8 +256,9 @@ def load_price_sheet(path: str | Path) -> ExtractResult:
         rows.append({
             "source_file": str(file), "line_no": line, "provider": provider, "region": region,
             "instance_type": instance_type,
-            "hourly_usd": _price(row["hourly_usd"], file, line, "hourly_usd", required=True),
-            "spot_hourly_usd": _price(row.get("spot_hourly_usd"), file, line, "spot_hourly_usd", required=False),
+            "hourly_usd": _price(row["hourly_usd"], file, line, "hourly_usd", required=True, cap="instance"),
+            "spot_hourly_usd": _price(row.get("spot_hourly_usd"), file, line, "spot_hourly_usd", required=False,
+                                      cap="instance"),
         })
     warnings = [] if rows else [f"{file}: no price rows (header only)"]
     return _result(
@@ -261,7 +307,8 @@ def load_node_price_csv(path: str | Path) -> ExtractResult:
             "end_timestamp": row.get("EndTimestamp") or None, "instance_id": instance_id,
             "region": row.get("Region") or None, "asset_class": asset_class,
             "instance_id_field": id_field or None, "instance_type": row.get("InstanceType") or None,
-            "market_price_hourly": _price(row["MarketPriceHourly"], file, line, "MarketPriceHourly", True),
+            "market_price_hourly": _price(row["MarketPriceHourly"], file, line, "MarketPriceHourly", True,
+                                          cap=NODE_CSV_CAPS[asset_class]),
             "version": row.get("Version") or None,
         })
     if not rows:
@@ -287,12 +334,17 @@ def load_custom_prices(path: str | Path, convention: str = "hourly") -> ExtractR
         raise PricingFileError(f"pricing.custom_convention: {convention!r} is not allowed; use hourly or monthly")
     file = _resolve(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8-sig"))
+        data = json.loads(file.read_text(encoding="utf-8-sig"),
+                          object_pairs_hook=lambda pairs: _unique_keys(pairs, file))
     except json.JSONDecodeError as exc:
         raise PricingFileError(f"{_where(file, exc.lineno, None)}: not valid JSON: {exc.msg} "
                                f"(column {exc.colno})") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise PricingFileError(f"{file}: cannot read the file: {exc}") from exc
+    except PricingFileError:
+        raise
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits, absurd nesting
+        raise PricingFileError(f"{file}: not valid JSON: {' '.join(str(exc).split())[:200]}") from exc
     if not isinstance(data, dict):
         raise PricingFileError(f"{file}: expected a JSON object like OpenCost's default.json "
                                f'({{"CPU": "0.031611", "RAM": "0.004237", ...}})')

@@ -14,7 +14,11 @@ How an hour [h, h+1) is read (SOURCES.md §1-3):
 - LoadBalancer services -> pods: `kube_endpoint_address` (KSM >= 2.6, one series per endpoint IP, endpoint name =
   service name) restricted to LoadBalancer services, joined in Python to `kube_pod_info`'s `pod_ip` within the same
   hour (host-network pods are skipped: they share the node IP). Without `kube_endpoint_address` the service is
-  landed with pod_uid NULL (the warehouse then treats it as unattributed).
+  landed with pod_uid NULL; the models then fall back to the Kubernetes API snapshot's Service selectors.
+- Optional series (base.OPTIONAL_SERIES) are checked, not assumed: the `presence` request also counts, per hour,
+  the series of each (`count(last_over_time(...))`, one `kl_metric` per family), landed in
+  raw.metric_coverage_hours (series_count 0 = absent); absent ones are listed in the metadata (`absent_series`)
+  and logged, and the models flag the rows a fallback touched.
 - A query the server refuses for size is retried per namespace batch (bisected) or per single hour.
 """
 
@@ -41,7 +45,14 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from pipelines.settings import ClusterSettings, PrometheusSettings
-from pipelines.sources.base import ExtractResult, SourceError, hour_floor
+from pipelines.sources.base import (
+    COVERAGE_COLS,
+    COVERAGE_TABLE,
+    OPTIONAL_SERIES,
+    ExtractResult,
+    SourceError,
+    hour_floor,
+)
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +493,12 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
         )
 
     def presence(m: list[str]) -> str:
-        # raw-sample counts over exactly [h, h+1) x scrape interval = minutes present
+        # raw-sample counts over exactly [h, h+1) x scrape interval = minutes present; `coverage`: series per
+        # optional family in the hour (an absent family yields no point)
+        coverage = " or ".join(
+            f'label_replace(count(last_over_time({sel(metric, m)}[{w}])), "kl_metric", "{metric}", "", "")'
+            for metric in OPTIONAL_SERIES
+        )
         return _tagged(
             node=f"max by (node) (count_over_time({sel('kube_node_info', m)}[{w}]))",
             pvc="max by (namespace, persistentvolumeclaim) (count_over_time("
@@ -490,6 +506,7 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
             pv=f"max by (persistentvolume) (count_over_time({sel('kube_persistentvolume_info', m)}[{w}]))",
             service="max by (namespace, service) (count_over_time("
                     f"{sel('kube_service_spec_type', m, _LB_TYPE)}[{w}]))",
+            coverage=coverage,
         )
 
     def volumes(m: list[str]) -> str:
@@ -994,6 +1011,37 @@ class _Assembler:
                 rows.append({**base, "pod_uid": uid})
         return _frame(rows, SERVICE_COLS)
 
+    def coverage(self, hours: Sequence[datetime]) -> tuple[pd.DataFrame, dict[str, list[datetime]]]:
+        """One row per (hour, optional series family): series seen in the hour, 0 = absent; and the absent hours
+        per family."""
+        counts = {(h, lab.get("kl_metric")): v for h, lab, v in self.part("presence", "coverage")}
+        rows, absent = [], {}
+        for metric in OPTIONAL_SERIES:
+            for h in hours:
+                n = int(counts.get((h, metric)) or 0)
+                rows.append({"cluster": self.cluster, "hour_ts": h, "metric": metric, "series_count": n,
+                             "_source": SOURCE})
+                if n == 0:
+                    absent.setdefault(metric, []).append(h)
+        return _frame(rows, COVERAGE_COLS), absent
+
+    def absent_warnings(self, absent: Mapping[str, list[datetime]]) -> list[str]:
+        """A warning per absent family that some hour needed: LB endpoints where LB services exist, DCGM where
+        nodes have GPUs; services and egress always."""
+        needed: dict[str, set[datetime]] = {
+            "kube_endpoint_address": {h for h, _, _ in self.part("services", "lb")},
+        }
+        gpu_hours = {h for h, lab, v in self.part("nodes", "capacity")
+                     if lab.get("resource") in _GPU_RESOURCES and (v or 0) > 0}
+        needed["DCGM_FI_DEV_GPU_UTIL"] = needed["DCGM_FI_DEV_POWER_USAGE"] = gpu_hours
+        out = []
+        for metric, hours in absent.items():
+            hit = sorted(set(hours) & needed[metric]) if metric in needed else sorted(hours)
+            if hit:
+                out.append(f"cluster {self.cluster}: {metric} absent in {len(hit)} hour(s) from "
+                           f"{hit[0].isoformat()}; {OPTIONAL_SERIES[metric]}")
+        return out
+
     def gpus(self) -> pd.DataFrame:
         rows: dict[tuple, dict[str, Any]] = {}
         for part, col, scale in (("util", "util_avg", 0.01), ("power", "power_avg_w", 1.0)):
@@ -1070,6 +1118,10 @@ def extract_prometheus_hours(
         "pod_volume_hours": pod_volumes,
         "service_hours": asm.services(),
     }
+    batches[COVERAGE_TABLE], absent = asm.coverage(hours_n)
+    absent_warnings = asm.absent_warnings(absent)
+    for warning in absent_warnings:
+        log.warning(warning)
     gpus = asm.gpus()
     if len(gpus):
         batches["gpu_hours"] = gpus
@@ -1092,6 +1144,8 @@ def extract_prometheus_hours(
         "seconds": round(elapsed, 3),
         "seconds_per_hour": round(elapsed / len(hours_n), 3),
         "rows": {t: len(f) for t, f in batches.items()},
+        "absent_series": {m: [h.isoformat() for h in hs] for m, hs in sorted(absent.items())},
+        "absent_warnings": absent_warnings,
     })
     return ExtractResult(batches=batches, partitions=[{"cluster": cluster.name, "hour_ts": h} for h in hours_n],
                          metadata=meta)

@@ -23,6 +23,7 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
     "pod_volume_hours": ("cluster", "hour_ts"),
     "service_hours": ("cluster", "hour_ts"),
     "gpu_hours": ("cluster", "hour_ts"),
+    "metric_coverage_hours": ("cluster", "hour_ts"),
     "k8s_objects": ("cluster", "hour_ts"),
     "carbon_intensity_hours": ("provider", "zone", "hour_ts"),
     "boavizta_impacts": ("provider", "instance_type"),
@@ -33,7 +34,7 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
 
 METRICS_TABLES = (
     "container_hours", "pod_hours", "node_hours", "namespace_hours",
-    "volume_hours", "pod_volume_hours", "service_hours", "gpu_hours",
+    "volume_hours", "pod_volume_hours", "service_hours", "gpu_hours", "metric_coverage_hours",
 )
 
 

@@ -4,6 +4,10 @@ Parquet export partitioned by cluster= and date=.
 Readers never see a lock or a half-written day: the copy is written to a temporary file next to the target and
 moved over it with os.replace (atomic on POSIX); a reader that still has the old file open keeps reading it.
 The copy is written in DuckDB storage version v1.4.0 so BI tools embedding DuckDB 1.4+ can open it.
+
+The allocation API reads its own copy of each snapshot (`.api-snapshots/serving-<publish id>.duckdb` beside the BI
+copy, the last API_SNAPSHOTS_KEPT kept): DuckDB locks whole files, so an analyst who opens `serving.duckdb`
+read-write (the default of the DuckDB CLI and Python) can block other openers of that file, but never the API.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset
                "fct_node_energy_daily")
 PARQUET_MARTS = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_node_energy_daily", "fct_cluster_daily")
 SERVING_STORAGE_VERSION = "v1.4.0"
+API_SNAPSHOTS_KEPT = 2
+API_SNAPSHOT_DIR = ".api-snapshots"
+API_SNAPSHOT_GLOB = "serving-*.duckdb"
 
 
 @dataclass
@@ -68,8 +75,37 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
         tmp.unlink(missing_ok=True)
         raise
     con.close()
+    _write_api_snapshot(tmp, serving_path)
     os.replace(tmp, serving_path)
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
+
+
+def api_snapshot_dir(serving_path: Path) -> Path:
+    return serving_path.parent / API_SNAPSHOT_DIR
+
+
+def _write_api_snapshot(source: Path, serving_path: Path) -> Path:
+    """Copy a finished serving file into the API's snapshot folder (atomically) and prune older snapshots.
+
+    Names sort by publish time, so the API picks the newest; a snapshot the API still reads stays readable after
+    it is unlinked (POSIX), so pruning never breaks a request in flight."""
+    folder = api_snapshot_dir(serving_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    publish_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
+    target = folder / f"serving-{publish_id}-{uuid.uuid4().hex[:8]}.duckdb"
+    tmp = folder / f".{target.name}.tmp"
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    for old in sorted(folder.glob(API_SNAPSHOT_GLOB), reverse=True)[API_SNAPSHOTS_KEPT:]:
+        old.unlink(missing_ok=True)
+    for stale in folder.glob(".serving-*.duckdb.tmp"):
+        if stale.stat().st_mtime < time.time() - 3600:  # left by a publish killed mid-copy
+            stale.unlink(missing_ok=True)
+    return target
 
 
 def remove_stale_tmp(serving_path: Path) -> list[Path]:

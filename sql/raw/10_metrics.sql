@@ -140,3 +140,15 @@ create table if not exists raw.gpu_hours (
     _source         varchar   not null,
     _extracted_at   timestamp not null
 );
+
+-- grain: one row per (cluster, hour_ts, metric) for each optional series family the metrics source checks
+-- (pipelines/sources/prometheus.py OPTIONAL_SERIES); series_count = 0: checked and absent in the hour.
+-- No row = not checked (hours landed before the check existed): the models then assume nothing.
+create table if not exists raw.metric_coverage_hours (
+    cluster         varchar   not null,
+    hour_ts         timestamp not null,
+    metric          varchar   not null,           -- e.g. 'kube_endpoint_address'
+    series_count    bigint    not null,           -- series with a sample in [h, h+1) (HA replicas count twice)
+    _source         varchar   not null,
+    _extracted_at   timestamp not null
+);

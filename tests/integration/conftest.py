@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import requests
 
+from tests.fixtures.prom_coverage import coverage_clusters
+from tests.fixtures.prom_fleet import fleet_clusters
 from tests.fixtures.prom_scenario import write_scenario
 
 PROM_CONFIG = "global:\n  scrape_interval: 1m\nscrape_configs: []\n"  # no scrape jobs: only the backfill
@@ -48,13 +50,15 @@ def _binaries() -> tuple[str, str] | None:
 
 @pytest.fixture(scope="session")
 def prometheus_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    """Writes the scenario (clusters `small` and `big` = small + 40 filler pods), backfills it, serves it."""
+    """Writes the scenario (clusters `small` and `big` = small + 40 filler pods, plus the two clusters of
+    tests/fixtures/prom_fleet.py and the legacy-ksm cluster of tests/fixtures/prom_coverage.py), backfills it into
+    one TSDB and serves it: one Prometheus per session."""
     bins = _binaries()
     assert bins is not None
     prom, tool = bins
     root = tmp_path_factory.mktemp("prom")
     data = root / "scenario.om"
-    expected = write_scenario(data, {"small": 0, "big": 40})
+    expected = write_scenario(data, {"small": 0, "big": 40, **fleet_clusters(), **coverage_clusters()})
     tsdb = root / "tsdb"
     tsdb.mkdir()
     subprocess.run([tool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)],

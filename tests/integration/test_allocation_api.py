@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.serving.api import make_server
+from pipelines.serving.server import make_server
 from pipelines.serving.cli import run_allocation_cli
 from pipelines.serving.engine import MACRO_PATH, AllocationQuery, query_allocations
 from pipelines.settings import Settings, WarehouseSettings
@@ -110,6 +110,29 @@ def test_golden_4b_share_namespace_weighted(golden: tuple[str, Path, Settings]) 
     assert abs(data["namespace1"]["sharedCostBreakdown"]["namespace3"]["totalCost"] - 7.875) < TOL
 
 
+def test_share_scope_cluster_pools_within_each_cluster(golden: tuple[str, Path, Settings]) -> None:
+    """shareScope=cluster (the marts' rule): each cluster's shared namespaces go to that cluster's other namespaces
+    only, weighted by their pre-share cost there; the default (all) pools over the whole answer, as OpenCost."""
+    rows = [r for r in opencost_rows(GOLDEN_DAY) if r["allocation_kind"] == "workload"]
+    want: dict[str, float] = {}
+    for cluster in {r["cluster"] for r in rows}:
+        mine = [r for r in rows if r["cluster"] == cluster]
+        pool = sum(r["total_cost"] for r in mine if r["namespace"] == "namespace3")
+        weights: dict[str, float] = {}
+        for r in mine:
+            if r["namespace"] != "namespace3":
+                weights[r["namespace"]] = weights.get(r["namespace"], 0.0) + r["total_cost"]
+        for ns, w in weights.items():
+            want[ns] = want.get(ns, 0.0) + w + pool * w / sum(weights.values())
+    want["__idle__"] = 30
+    got = totals(golden[0], aggregate="namespace", shareNamespaces="namespace3", shareScope="cluster")
+    assert_close(got, want)
+    assert abs(want["namespace2"] - 54) < TOL  # cluster2's namespace3 all goes to cluster2's namespace2
+    assert abs(totals(golden[0], aggregate="namespace", shareNamespaces="namespace3")["namespace2"] - 46.125) < TOL
+    status, body = get(golden[0], "/model/allocation", window=WINDOW, shareScope="nodes")
+    assert status == 400 and "shareScope" in body["message"]
+
+
 def test_opencost_and_ack_shapes(golden: tuple[str, Path, Settings]) -> None:
     base = golden[0]
     assert_close(totals(base, "/allocation", aggregate="cluster"), {"cluster1": 46, "cluster2": 36})  # includeIdle=false
@@ -132,9 +155,16 @@ def test_steps_csv_limit_and_errors(golden: tuple[str, Path, Settings]) -> None:
     assert status == 200 and list(body["data"][0]) == ["__idle__", "namespace1"]
     status, text = get(base, "/model/allocation", window=WINDOW, aggregate="cluster", format="csv")
     assert status == 200 and text.splitlines()[0].startswith("name,minutes") and len(text.splitlines()) == 4
-    status, body = get(base, "/model/allocation", window="2024-03-10T00:00:00Z,2024-03-12T00:00:00Z")
-    assert status == 404 and "2024-03-11" in body["message"]
+    # a day that is not materialised is left out and named in the warning, never a 404
+    status, body = get(base, "/model/allocation", window="2024-03-10T00:00:00Z,2024-03-12T00:00:00Z",
+                       aggregate="cluster")
+    assert status == 200 and "2024-03-11" in body["warning"], body
+    assert_close({k: v["totalCost"] for k, v in body["data"][0].items()},
+                 {"cluster1": 46, "cluster2": 36, "__idle__": 30})
+    # a sub-day window has no complete day: empty set, and the warning says why
     status, body = get(base, "/model/allocation", window="15m")
+    assert status == 200 and body["data"] == [{}] and "daily" in body["warning"], body
+    status, body = get(base, "/model/allocation", window=WINDOW, step="12h")
     assert status == 400 and body == {"code": 400, "message": body["message"]} and "daily" in body["message"]
     status, body = get(base, "/model/allocation", window=WINDOW, shareSplit="fair")
     assert status == 400 and body["message"].startswith("shareSplit: fair is not allowed; ")

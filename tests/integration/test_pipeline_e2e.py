@@ -1,4 +1,5 @@
-"""End to end through the real CLI, Dagster, dbt (with its unit and data tests) and DuckDB on the demo cluster."""
+"""End to end through the real CLI, Dagster, dbt (with its data and singular tests; the dbt unit tests are not part
+of the daily build, tests/integration/test_dbt_unit_tests.py runs them) and DuckDB on the demo cluster."""
 
 import os
 import subprocess

@@ -12,6 +12,7 @@ Tolerances:
 
 from __future__ import annotations
 
+import logging
 import math
 from datetime import timedelta
 from typing import Any
@@ -19,11 +20,13 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.settings import ClusterSettings, PrometheusSettings
-from pipelines.sources.base import SourceError
+from pipelines import steps
+from pipelines.settings import ClusterSettings, PrometheusSettings, load_settings
+from pipelines.sources.base import OPTIONAL_SERIES, SourceError
 from pipelines.sources.prometheus import MAX_CHUNK_HOURS, PrometheusClient, _plan, extract_prometheus_hours
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
+from tests.fixtures.prom_coverage import LEGACY
 from tests.fixtures.prom_scenario import DAY, HOURS, SCRAPE_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.prometheus]
@@ -174,3 +177,69 @@ def test_landing_twice_is_idempotent(extracted: Any) -> None:
     # NULL (not observed) stays NULL, never 0
     assert con.execute("select count(*) from raw.container_hours where pod = 'pending-1' "
                        "and cpu_usage_core_seconds is null and running_minutes = 0").fetchone()[0] == 2
+
+
+# --- optional series: checked, not assumed (issue 11) ------------------------------------------------------------
+
+def test_present_optional_series_are_counted(extracted: Any) -> None:
+    cov = extracted.batches["metric_coverage_hours"]
+    assert len(cov) == HOURS * len(OPTIONAL_SERIES) and set(cov["metric"]) == set(OPTIONAL_SERIES)
+    by = cov.groupby("metric")["series_count"]
+    assert set(by.get_group("kube_endpoint_address")) == {4}  # web-lb + web endpoints x two HA KSM replicas
+    assert set(by.get_group("kube_service_spec_type")) == {4}
+    assert extracted.metadata["absent_series"].keys() == {
+        "kubecost_pod_network_egress_bytes_total", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"}
+    # warned: egress classification is always needed; DCGM only where a node has GPUs (none here)
+    warned = extracted.metadata["absent_warnings"]
+    assert len(warned) == 1 and warned[0].startswith(f"cluster small: kubecost_pod_network_egress_bytes_total "
+                                                     f"absent in {HOURS} hour(s)")
+
+
+def test_absent_endpoint_series_is_recorded(prometheus_scenario: Any, caplog: pytest.LogCaptureFixture) -> None:
+    hours = HOURS_LIST[:2]
+    with caplog.at_level(logging.WARNING, logger="pipelines.sources.prometheus"):
+        res = extract_prometheus_hours(_cluster(prometheus_scenario.url, LEGACY), hours)
+    # the check costs no request: buildinfo + one request per planned query
+    assert res.metadata["queries"] == 1 + len(_plan([], False, SCRAPE_S))
+    cov = res.batches["metric_coverage_hours"]
+    counts = {(r.hour_ts.to_pydatetime(), r.metric): r.series_count for r in cov.itertuples()}
+    assert set(counts) == {(h, m) for h in hours for m in OPTIONAL_SERIES}
+    for h in hours:
+        assert counts[(h, "kube_endpoint_address")] == 0
+        assert counts[(h, "kube_service_spec_type")] == 2  # the LoadBalancer x two HA KSM replicas
+    assert res.metadata["absent_series"]["kube_endpoint_address"] == [h.isoformat() for h in hours]
+    assert "kube_service_spec_type" not in res.metadata["absent_series"]
+    warned = [w for w in res.metadata["absent_warnings"] if "kube_endpoint_address" in w]
+    assert warned == [f"cluster {LEGACY}: kube_endpoint_address absent in 2 hour(s) from {hours[0].isoformat()}; "
+                      f"{OPTIONAL_SERIES['kube_endpoint_address']}"]
+    assert any(r.getMessage() == warned[0] for r in caplog.records)
+    svc = res.batches["service_hours"]
+    assert len(svc) == 2 and set(svc["service"]) == {"web-lb"} and svc["pod_uid"].isna().all()
+
+    con = duckdb.connect()
+    ensure_raw_schema(con)
+    replace_partitions(con, res.batches, res.partitions)
+    assert con.execute("select hour_ts from raw.metric_coverage_hours where metric = 'kube_endpoint_address' "
+                       "and series_count = 0 order by 1").fetchall() == [(h,) for h in hours]
+
+
+def test_absent_series_reach_the_extract_summary(prometheus_scenario: Any, tmp_path: Any) -> None:
+    """What the raw_metrics asset puts in its materialisation metadata (`absent_series`) and logs (`warnings`)."""
+    cfg = tmp_path / "kubeledger.yaml"
+    cfg.write_text(f"""
+warehouse: {{path: {tmp_path / 'w.duckdb'}}}
+clusters:
+  - name: {LEGACY}
+    source: prometheus
+    prometheus: {{url: "{prometheus_scenario.url}", cluster_label: cluster, scrape_interval_s: {SCRAPE_S},
+                  retries: 1, timeout_s: 30}}
+""")
+    settings = load_settings(str(cfg))
+    con = duckdb.connect()
+    ensure_raw_schema(con)
+    summary = steps.extract_metrics(settings, con, HOURS_LIST[:1])
+    absent = summary["absent_series"][LEGACY]
+    assert absent["kube_endpoint_address"] == [HOURS_LIST[0].isoformat()]
+    assert any(w["cluster"] == LEGACY and "kube_endpoint_address absent" in w["warning"]
+               for w in summary["warnings"])
+    assert summary["tables"]["metric_coverage_hours"] == len(OPTIONAL_SERIES)

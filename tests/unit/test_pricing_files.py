@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -251,3 +252,87 @@ def test_hourly_file_read_as_monthly_warns() -> None:
 
 def test_pricing_error_is_value_error() -> None:
     assert issubclass(PricingFileError, ValueError)
+
+
+# --- plausibility, strict decimals, duplicate JSON keys, paths that are not files ----------------------------
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ("1e300", "'1e300' is implausible (> 1000 $/instance-h)"),
+    ("1000.01", "'1000.01' is implausible (> 1000 $/instance-h)"),
+    ("1e400", "'1e400' is not a finite price"),
+    ("1_000", "'1_000' is not a plain decimal; write ASCII digits"),
+    ("0.0_96", "'0.0_96' is not a plain decimal"),
+    ("١٢", "'١٢' is not a plain decimal"),
+    ("１", "'１' is not a plain decimal"),
+    ("0.٠٩٦", "is not a plain decimal"),
+    ('"1,000"', "'1,000' is not a number"),
+    ("infinity", "'infinity' is not a finite price"),
+])
+def test_price_sheet_rejects_implausible_and_non_ascii_prices(tmp_path: Path, cell: str, message: str) -> None:
+    for column, row in (("hourly_usd", f"aws,us-east-1,m5.large,{cell},\n"),
+                        ("spot_hourly_usd", f"aws,us-east-1,m5.large,0.096,{cell}\n")):
+        path = _write(tmp_path, "sheet.csv", SHEET_HEADER + row)
+        with pytest.raises(PricingFileError) as info:
+            load_price_sheet(path)
+        assert f"line 2, field {column}: " in str(info.value)
+        assert message in str(info.value)
+        assert "\n" not in str(info.value)
+
+
+def test_price_sheet_plain_decimals_still_load(tmp_path: Path) -> None:
+    path = _write(tmp_path, "sheet.csv", SHEET_HEADER + "aws,us-east-1,m5.large, 0.096 ,9.6E-3\n"
+                                                        "aws,us-east-1,u-24tb1.112xlarge,218.4,\n"
+                                                        "aws,us-east-1,t4g.nano,.0042,+0.0013\n"
+                                                        "aws,us-east-1,cap,1000,0\n")
+    frame = load_price_sheet(path).batches["price_sheet"]
+    assert frame["hourly_usd"].tolist() == [0.096, 218.4, 0.0042, 1000.0]
+    assert frame["spot_hourly_usd"].tolist()[0] == 0.0096
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("n1,node,metadata.name,1e300", "field MarketPriceHourly: '1e300' is implausible (> 1000 $/instance-h)"),
+    ("Tesla_T4,gpu,nvidia.com/gpu_type,250", "field MarketPriceHourly: '250' is implausible (> 50 $/GPU-h)"),
+    ("pv1,pv,metadata.name,5000", "field MarketPriceHourly: '5000' is implausible (> 1000 $/volume-h)"),
+    ("n1,node,metadata.name,1_0", "field MarketPriceHourly: '1_0' is not a plain decimal"),
+    ("n1,node,metadata.name,٠.١", "field MarketPriceHourly: '٠.١' is not a plain decimal"),
+])
+def test_node_csv_caps_and_decimals(tmp_path: Path, row: str, message: str) -> None:
+    path = _write(tmp_path, "nodes.csv", f"InstanceID,AssetClass,InstanceIDField,MarketPriceHourly\n{row}\n")
+    with pytest.raises(PricingFileError) as info:
+        load_node_price_csv(path)
+    assert f"{path.resolve()}, line 2, {message}" in str(info.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"CPU": "0.031611", "RAM": "0.004237", "CPU": "0.05"}', "field CPU: key 'CPU' appears twice"),
+    ('{"CPU": "0.03", "nested": {"a": 1, "a": 2}}', "field a: key 'a' appears twice"),
+    ('{"CPU": 1e300}', "field CPU: 1e+300 read as hourly is implausible"),
+    ('{"LoadBalancer": "1e300"}', "field LoadBalancer: '1e300' is implausible (> 10 $/h"),
+    ('{"LBIngressDataCost": "5"}', "field LBIngressDataCost: '5' is implausible (> 1 $/GiB"),
+    ('{"CPU": 1' + "0" * 400 + "}", "field CPU: 1000"),
+    ('{"CPU": NaN}', "field CPU: nan is not a finite price"),
+    ('{"CPU": Infinity}', "field CPU: inf is not a finite price"),
+    ('{"CPU": "0.0_3"}', "field CPU: '0.0_3' is not a plain decimal"),
+    ('{"GPU": "٠.٩٥"}', "field GPU: '٠.٩٥' is not a plain decimal"),
+])
+def test_custom_prices_duplicates_caps_and_decimals(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, "prices.json", text)
+    with pytest.raises(PricingFileError) as info:
+        load_custom_prices(path, "hourly")
+    assert str(info.value).startswith(str(path.resolve()))
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("loader", [load_price_sheet, load_node_price_csv, load_custom_prices])
+def test_directory_and_fifo_are_not_reported_as_missing(tmp_path: Path, loader) -> None:
+    folder = tmp_path / "prices.csv"
+    folder.mkdir()
+    with pytest.raises(PricingFileError, match=r"prices\.csv: is a directory, not a file; a price file must be a "
+                                               r"regular file"):
+        loader(folder)
+    fifo = tmp_path / "prices.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(PricingFileError, match=r"prices\.fifo: is not a regular file \(a FIFO"):
+        loader(fifo)  # checked before opening: a FIFO would block the read forever
+    with pytest.raises(PricingFileError, match="price file not found"):
+        loader(tmp_path / "nope.csv")

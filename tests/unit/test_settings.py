@@ -1,5 +1,9 @@
 """Settings: defaults without a file, validation errors naming file, key and what is allowed, secrets from env."""
 
+import math
+import os
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +107,271 @@ carbon:
     assert s.carbon.token() == "em"
     with pytest.raises(SettingsError, match="configured clusters: prod"):
         s.cluster("other")
+
+
+# --- checked at load: every bad value is one line naming the file, the key and what is allowed -----------------
+
+BAD_VALUES = [
+    # non-finite numbers (YAML .nan/.inf) would otherwise reach dbt as `nan` and fail minutes later
+    ("pricing:\n  cluster_management_fee_per_hour: .nan\n",
+     ["pricing.cluster_management_fee_per_hour", ".nan", "not a finite number", "0..1000000"]),
+    ("sharing:\n  monthly_overhead_usd: .inf\n", ["sharing.monthly_overhead_usd", ".inf", "0..1000000000"]),
+    ("energy:\n  default_intensity_g_per_kwh: .NaN\n",
+     ["energy.default_intensity_g_per_kwh", "not a finite number", "0..3000"]),
+    ("quality:\n  max_estimated_share: .nan\n", ["quality.max_estimated_share", "not a finite number", "0..1"]),
+    ("quality:\n  max_estimated_share: -.inf\n", ["quality.max_estimated_share", "-.inf"]),
+    ("clusters:\n  - name: a\n    pue: .inf\n", ["clusters[0].pue", "not a finite number", "1..3"]),
+    # kinds and ranges
+    ("quality:\n  max_estimated_share: on\n", ["quality.max_estimated_share", "on", "boolean"]),
+    ("energy:\n  default_intensity_g_per_kwh: '500'\n", ["energy.default_intensity_g_per_kwh", "not a number"]),
+    ("energy:\n  default_intensity_g_per_kwh: 3001\n", ["energy.default_intensity_g_per_kwh", "0..3000"]),
+    ("warehouse:\n  threads: 1e8\n", ["warehouse.threads", "'1e8'", "whole number in 1.."]),
+    ("warehouse:\n  threads: 100000000\n", ["warehouse.threads", "100000000", "whole number in 1.."]),
+    ("warehouse:\n  threads: 1.0e+8\n", ["warehouse.threads", "not a whole number"]),
+    ("warehouse:\n  threads: 0\n", ["warehouse.threads", "whole number in 1.."]),
+    ("warehouse:\n  raw_retention_days: 0\n", ["warehouse.raw_retention_days", "1..3650"]),
+    ("warehouse:\n  raw_retention_days: 36500\n", ["warehouse.raw_retention_days", "1..3650"]),
+    ("schedule:\n  late_days: 2.5\n", ["schedule.late_days", "not a whole number", "0..31"]),
+    ("pricing:\n  ram_discount_pct: -1\n", ["pricing.ram_discount_pct", "0..100"]),
+    ("quality:\n  min_hour_coverage: 0\n", ["quality.min_hour_coverage", "above 0 up to 1"]),
+    ("carbon:\n  timeout_s: 0\n", ["carbon.timeout_s", "above 0 up to 3600"]),
+    ("boavizta:\n  timeout_s: 1.0e+9\n", ["boavizta.timeout_s", "above 0 up to 3600"]),
+    ("carbon:\n  carry_forward_hours: -1\n", ["carbon.carry_forward_hours", "0..720"]),
+    ("clusters:\n  - name: a\n    prometheus: {retries: 1000}\n", ["clusters[0].prometheus.retries", "0..20"]),
+    ("clusters:\n  - name: a\n    prometheus: {scrape_interval_s: 0}\n",
+     ["clusters[0].prometheus.scrape_interval_s", "1..3600"]),
+    ("clusters:\n  - name: a\n    prometheus: {max_concurrency: 0}\n",
+     ["clusters[0].prometheus.max_concurrency", "1..64"]),
+    ("clusters:\n  - name: a\n    kubernetes: {page_size: 0}\n", ["clusters[0].kubernetes.page_size", "1..10000"]),
+    ("clusters:\n  - name: a\n    demo: {nodes: 1000000}\n", ["clusters[0].demo.nodes", "1..1000"]),
+    ("clusters:\n  - name: a\n    demo: {pods_per_node: 0}\n", ["clusters[0].demo.pods_per_node", "1..500"]),
+    ("clusters:\n  - name: a\n    demo: {containers_per_pod: 99}\n", ["clusters[0].demo.containers_per_pod", "0..20"]),
+    ("clusters:\n  - name: a\n    demo: {seed: -1}\n", ["clusters[0].demo.seed", "0..4294967295"]),
+    # DuckDB memory size
+    ("warehouse:\n  memory_limit: banana\n", ["warehouse.memory_limit", "'banana'", "KiB", "4GB"]),
+    ("warehouse:\n  memory_limit: 4\n", ["warehouse.memory_limit", "read as a number", "quote"]),
+    ("warehouse:\n  memory_limit: '4'\n", ["warehouse.memory_limit", "DuckDB size"]),
+    ("warehouse:\n  memory_limit: 10KB\n", ["warehouse.memory_limit", "at least 64MiB"]),
+    ("warehouse:\n  memory_limit: 0%\n", ["warehouse.memory_limit", "1..100"]),
+    ("warehouse:\n  memory_limit: 1e3MB\n", ["warehouse.memory_limit", "DuckDB size"]),
+    ("warehouse:\n  memory_limit: null\n", ["warehouse.memory_limit", "null is not allowed"]),
+    # cron
+    ("schedule:\n  daily_cron: 'not a cron'\n", ["schedule.daily_cron", "'not a cron'", "5-field cron"]),
+    ("schedule:\n  daily_cron: \"every day\"\n", ["schedule.daily_cron", "'every day'", "@daily"]),
+    ("schedule:\n  daily_cron: '@reboot'\n", ["schedule.daily_cron", "5-field cron"]),
+    ("schedule:\n  daily_cron: '30 1 * * * *'\n", ["schedule.daily_cron", "5-field cron"]),
+    ("schedule:\n  daily_cron: \"30 1 \\u0661 * *\"\n", ["schedule.daily_cron", "5-field cron"]),
+    # URLs: http(s) with a host
+    ("clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'file:///etc/passwd'}\n",
+     ["clusters[0].prometheus.url", "'file:///etc/passwd'", "http:// or https://"]),
+    ("clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'http://'}\n",
+     ["clusters[0].prometheus.url", "with a host"]),
+    ("clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'http://prom:99999'}\n",
+     ["clusters[0].prometheus.url", "http:// or https://"]),
+    ("carbon:\n  base_url: ftp://api.electricitymap.org\n", ["carbon.base_url", "http:// or https://"]),
+    ("boavizta:\n  url: 'http://boa vizta:5000'\n", ["boavizta.url", "spaces"]),
+    ("clusters:\n  - name: a\n    kubernetes: {host: 'javascript:alert(1)'}\n",
+     ["clusters[0].kubernetes.host", "http:// or https://"]),
+    # headers
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {X-Scope-OrgID: \"tenant-a\\r\\nX-Evil: 1\"}\n",
+     ["clusters[0].prometheus.headers.X-Scope-OrgID", "without CR, LF", "'\\r'"]),
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {X-Scope-OrgID: \"a\\0b\"}\n",
+     ["clusters[0].prometheus.headers.X-Scope-OrgID", "control characters"]),
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {\"X Scope\": a}\n",
+     ["clusters[0].prometheus.headers", "'X Scope'", "HTTP token"]),
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {\"X:Scope\": a}\n",
+     ["clusters[0].prometheus.headers", "HTTP token"]),
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {X-Scope-OrgID: 0123}\n",
+     ["clusters[0].prometheus.headers.X-Scope-OrgID", "0123", "quote"]),
+    # cluster names and YAML's booleans
+    ("clusters:\n  - name: yes\n", ["clusters[0].name", "yes is not allowed", "boolean", "quote"]),
+    ("clusters:\n  - name: on\n", ["clusters[0].name", "on is not allowed", "boolean", "quote"]),
+    ("clusters:\n  - name: 12:30\n", ["clusters[0].name", "12:30", "number", "quote"]),
+    ("clusters:\n  - name: Prod\n", ["clusters[0].name", "lowercase"]),
+    ("clusters:\n  - name: prod-\n", ["clusters[0].name", "ending with a letter or digit"]),
+    ("clusters:\n  - name: ''\n", ["clusters[0].name", "lowercase"]),
+    ("clusters:\n  - name: " + "a" * 64 + "\n", ["clusters[0].name", "1-63"]),
+    ("clusters:\n  - name: \"a/../b\"\n", ["clusters[0].name", "lowercase"]),
+    ("clusters:\n  - name: \"prod\\n\"\n", ["clusters[0].name", "control characters"]),
+    ("clusters:\n  - source: demo\n", ["clusters[0].name", "required"]),
+    ("yes: 1\n", ["top level", "key True is not text", "allowed keys"]),
+    ("clusters:\n  - name: a\n    region: \"eu\\u2028west\"\n", ["clusters[0].region", "control characters"]),
+    ("carbon:\n  token_env: $EM_TOKEN\n", ["carbon.token_env", "environment variable"]),
+    ("clusters:\n  - name: a\n    prometheus: {cluster_label: k8s-cluster}\n",
+     ["clusters[0].prometheus.cluster_label", "Prometheus label name"]),
+    ("sharing:\n  shared_namespaces: [yes]\n", ["sharing.shared_namespaces", "list of strings"]),
+    # duplicate keys (PyYAML would keep the last silently)
+    ("warehouse:\n  threads: 2\n  threads: 4\n", ["warehouse.threads", "twice", "lines 2 and 3"]),
+    ("warehouse: {}\nquality: {}\nwarehouse: {threads: 2}\n", ["warehouse", "twice", "lines 1 and 3"]),
+    ("clusters:\n  - name: a\n    source: demo\n    name: b\n", ["clusters[0].name", "twice", "lines 2 and 4"]),
+    ("clusters:\n  - name: a\n    prometheus:\n      headers: {X-A: x, X-A: y}\n",
+     ["clusters[0].prometheus.headers.X-A", "twice"]),
+    ("energy:\n  memory: yes\n  memory: true\n", ["energy.memory", "twice"]),
+    # a configured file that is missing
+    ("pricing:\n  node_csv: prices/nodes.csv\n", ["pricing.node_csv", "nodes.csv not found", "relative to"]),
+    ("pricing:\n  instance_sheet: /nonexistent/sheet.csv\n", ["pricing.instance_sheet", "not found"]),
+    ("pricing:\n  custom_file: default.json\n", ["pricing.custom_file", "not found"]),
+    ("clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'http://p:9090', "
+     "ca_file: /nonexistent/ca.pem}\n", ["clusters[0].prometheus.ca_file", "not found"]),
+    ("clusters:\n  - name: a\n    kubernetes: {enabled: true, kubeconfig: /nonexistent/kubeconfig}\n",
+     ["clusters[0].kubernetes.kubeconfig", "not found"]),
+    # YAML syntax errors stay on one line and give the position
+    ("warehouse:\n  path: [1\n", ["line 3, column 1", "not valid YAML"]),
+]
+
+
+@pytest.mark.parametrize(("text", "fragments"), BAD_VALUES)
+def test_bad_values_fail_at_load_in_one_line(tmp_path, text, fragments):
+    p = write(tmp_path, text)
+    with pytest.raises(SettingsError) as exc:
+        load_settings(p)
+    message = str(exc.value)
+    assert message.startswith(f"{p}: "), message
+    assert "\n" not in message and "\r" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["kubeledger.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize("text", [
+    "pricing:\n  cluster_management_fee_per_hour: .nan\n",
+    "sharing:\n  monthly_overhead_usd: .inf\n",
+    "energy:\n  default_intensity_g_per_kwh: .nan\n",
+    "quality:\n  max_estimated_share: .nan\n",
+    "warehouse:\n  memory_limit: banana\n",
+    "warehouse:\n  threads: 1e8\n",
+    "schedule:\n  daily_cron: 'not a cron'\n",
+    "schedule:\n  daily_cron: \"every day\"\n",
+    "clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'file:///etc/passwd'}\n",
+    "clusters:\n  - name: a\n    prometheus:\n      headers: {X-Scope-OrgID: \"a\\r\\nb\"}\n",
+    "clusters:\n  - name: yes\n",
+    "warehouse:\n  threads: 2\n  threads: 4\n",
+    "pricing:\n  node_csv: nodes.csv\n",
+])
+def test_cli_refuses_bad_config_fast_and_writes_nothing(tmp_path, capsys, text):
+    from pipelines.cli import main
+
+    p = write(tmp_path, text)
+    started = time.perf_counter()
+    assert main(["--config", str(p), "demo"]) == 2
+    assert time.perf_counter() - started < 1.0
+    err = capsys.readouterr().err
+    assert err.startswith(f"kubeledger: {p}: ") and err.count("\n") == 1, err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["kubeledger.yaml"]
+
+
+def test_a_semantically_bad_cron_is_checked_by_dagster(tmp_path):
+    """Ranges, lists, names and impossible dates are Dagster's rules (it runs the schedule); a plain out-of-range
+    number is refused before Dagster is imported."""
+    for cron in ("61 * * * *", "0 25 * * *", "0 1 * * 8", "0 0 30 2 *", "0 1 * * FOO", "0 1-30 * * *",
+                 "0 1,99 * * *", "0 1 * 13-14 *"):
+        p = write(tmp_path, f"schedule:\n  daily_cron: '{cron}'\n")
+        with pytest.raises(SettingsError, match=r"schedule\.daily_cron: .* is not allowed; use a 5-field cron"):
+            load_settings(p)
+
+
+@pytest.mark.parametrize("cron", ["30 1 * * *", "0 2 * * MON-FRI", "*/15 * * * *", "0 3 1 jan *", "@daily",
+                                  "5 4 * * 0,6", "0 1 L * *", "0 1 * * 5#2", "59 23 31 12 7"])
+def test_good_crons_load(tmp_path, cron):
+    assert load_settings(write(tmp_path, f"schedule:\n  daily_cron: '{cron}'\n")).schedule.daily_cron == cron
+
+
+@pytest.mark.parametrize("size", ["4GB", "512MiB", "1.5GB", "4 GiB", "2tb", "80%", "100%", "65536KiB"])
+def test_memory_limits_load_and_duckdb_agrees(tmp_path, size):
+    duckdb = pytest.importorskip("duckdb")
+    s = load_settings(write(tmp_path, f"warehouse:\n  memory_limit: '{size}'\n"))
+    assert s.warehouse.memory_limit == size
+    duckdb.connect(config={"memory_limit": size}).close()  # the same string DuckDB is given
+
+
+def test_every_numeric_key_has_a_documented_range():
+    from dataclasses import fields as dc_fields
+
+    from pipelines import settings as mod
+
+    def walk(cls, prefix):
+        for f in dc_fields(cls):
+            t = str(f.type)
+            key = f"{prefix}{f.name}"
+            if t in mod._NESTED:
+                yield from walk(mod._NESTED[t], key + ".")
+            elif t.startswith("tuple[ClusterSettings"):
+                yield from walk(mod.ClusterSettings, key + "[].")
+            elif t in ("int", "float", "float | None"):
+                yield key
+
+    numeric = set(walk(mod.Settings, ""))
+    assert numeric == set(mod.NUMBER_RANGES)
+    for key, spec in mod.NUMBER_RANGES.items():
+        assert spec.lo < spec.hi, key
+        assert all(math.isfinite(x) for x in (spec.lo, spec.hi)), key
+
+
+def test_threads_bound_follows_the_machine(tmp_path):
+    from pipelines.settings import max_threads
+
+    limit = max_threads()
+    assert limit >= 4
+    assert load_settings(write(tmp_path, f"warehouse:\n  threads: {limit}\n")).warehouse.threads == limit
+    with pytest.raises(SettingsError, match=rf"warehouse\.threads: {limit + 1} is not allowed; use a whole number "
+                                            rf"in 1\.\.{limit}"):
+        load_settings(write(tmp_path, f"warehouse:\n  threads: {limit + 1}\n"))
+
+
+def test_quoted_values_and_merge_keys_are_fine(tmp_path):
+    p = write(tmp_path, """
+clusters:
+  - &base {name: "yes", source: demo, region: "0123", demo: {nodes: 2}}
+  - <<: *base
+    name: prod.eu-1_b
+    region: eu-west-1
+    prometheus:
+      headers: {X-Scope-OrgID: "1234", Authorization-Extra: "a b\\tc"}
+energy: {default_intensity_g_per_kwh: 0}
+quality: {max_estimated_share: 1, min_hour_coverage: 1}
+pricing: {cpu_discount_pct: 100, cluster_management_fee_per_hour: 0.1}
+""")
+    s = load_settings(p)
+    assert [c.name for c in s.clusters] == ["yes", "prod.eu-1_b"]
+    assert s.clusters[0].region == "0123" and s.clusters[1].region == "eu-west-1"
+    assert s.clusters[1].demo.nodes == 2  # merged from the anchor
+    assert s.clusters[1].prometheus.headers == {"X-Scope-OrgID": "1234", "Authorization-Extra": "a b\tc"}
+
+
+def test_configured_files_are_checked_relative_to_the_config(tmp_path, monkeypatch):
+    (tmp_path / "prices").mkdir()
+    (tmp_path / "prices" / "nodes.csv").write_text("InstanceID,AssetClass,MarketPriceHourly\n")
+    p = write(tmp_path, "pricing:\n  node_csv: prices/nodes.csv\n")
+    monkeypatch.chdir(tmp_path.parent)  # not the config's folder
+    assert load_settings(p).pricing.node_csv == "prices/nodes.csv"
+
+
+def test_a_directory_or_fifo_named_as_a_file_is_not_reported_missing(tmp_path):
+    (tmp_path / "sheet.csv").mkdir()
+    p = write(tmp_path, "pricing:\n  instance_sheet: sheet.csv\n")
+    with pytest.raises(SettingsError, match=r"pricing\.instance_sheet: .*sheet\.csv is a directory"):
+        load_settings(p)
+    fifo = tmp_path / "nodes.fifo"
+    os.mkfifo(fifo)
+    p = write(tmp_path, f"pricing:\n  node_csv: {fifo}\n")
+    started = time.perf_counter()
+    with pytest.raises(SettingsError, match=r"pricing\.node_csv: .*nodes\.fifo is not a regular file"):
+        load_settings(p)
+    assert time.perf_counter() - started < 1.0  # never opened, so never blocks
+
+
+def test_config_path_that_is_a_directory_or_fifo(tmp_path):
+    with pytest.raises(SettingsError, match="the config file is a directory"):
+        load_settings(tmp_path)
+    fifo = tmp_path / "kubeledger.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(SettingsError, match="the config file is not a regular file"):
+        load_settings(fifo)
+
+
+def test_readme_example_loads(tmp_path):
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    block = re.search(r"## Configuration.*?```yaml\n(.*?)```", readme.read_text(), re.S)
+    assert block, "README.md has no kubeledger.yaml example"
+    s = load_settings(write(tmp_path, block.group(1)))
+    assert s.warehouse.memory_limit == "4GB" and s.schedule.daily_cron == "30 1 * * *"

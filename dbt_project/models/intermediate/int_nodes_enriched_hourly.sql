@@ -1,6 +1,8 @@
 -- grain: one row per (cluster, hour_ts, node)
 -- Provider from spec.providerID (never label heuristics), region from labels or the zone, spot from labels,
--- carbon zone from the override label, the cluster setting or the region map.
+-- carbon zone from the override label, the cluster setting or the region map. Every label is read through
+-- label_value: the hour's metric labels (original or kube-state-metrics' sanitised keys) before the Kubernetes
+-- API snapshot's labels.
 with nodes as (
     select * from {{ ref('stg_metrics__node_hours') }}
 ),
@@ -32,6 +34,7 @@ nodes_filled as (
         nodes.zone,
         case when nodes.labels = '{}' and k8s_nodes.labels is not null then k8s_nodes.labels else nodes.labels end
             as labels,
+        k8s_nodes.labels as snapshot_labels,
         nodes.cpu_capacity_cores,
         nodes.ram_capacity_bytes,
         nodes.gpu_capacity,
@@ -61,15 +64,15 @@ with_provider as (
         cluster_config.pue as cluster_pue,
         coalesce(
             nullif(nodes.instance_type, ''),
-            {{ json_text('nodes.labels', 'node.kubernetes.io/instance-type') }},
-            {{ json_text('nodes.labels', 'beta.kubernetes.io/instance-type') }}
+            {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'node.kubernetes.io/instance-type') }},
+            {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'beta.kubernetes.io/instance-type') }}
         ) as instance_type_resolved,
         coalesce(
             nullif(nodes.zone, ''),
-            {{ json_text('nodes.labels', 'topology.kubernetes.io/zone') }},
-            {{ json_text('nodes.labels', 'failure-domain.beta.kubernetes.io/zone') }}
+            {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'topology.kubernetes.io/zone') }},
+            {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'failure-domain.beta.kubernetes.io/zone') }}
         ) as zone_resolved,
-        nullif({{ json_text('nodes.labels', var('carbon_zone_label')) }}, '') as label_carbon_zone
+        nullif({{ label_value(['nodes.labels', 'nodes.snapshot_labels'], var('carbon_zone_label')) }}, '') as label_carbon_zone
     from nodes_filled as nodes
     left join cluster_config on nodes.cluster = cluster_config.cluster
 ),
@@ -79,8 +82,8 @@ with_region as (
         *,
         lower(coalesce(
             nullif(region, ''),
-            {{ json_text('labels', 'topology.kubernetes.io/region') }},
-            {{ json_text('labels', 'failure-domain.beta.kubernetes.io/region') }},
+            {{ label_value(['labels', 'snapshot_labels'], 'topology.kubernetes.io/region') }},
+            {{ label_value(['labels', 'snapshot_labels'], 'failure-domain.beta.kubernetes.io/region') }},
             -- us-east-1a -> us-east-1, europe-west9-a -> europe-west9, westeurope-1 -> westeurope (AKS zone 0 = none)
             case
                 when zone_resolved is null or zone_resolved in ('0', '') then null
@@ -91,12 +94,10 @@ with_region as (
             cluster_region
         )) as region_resolved,
         (
-            lower(coalesce({{ json_text('labels', 'eks.amazonaws.com/capacityType') }}, '')) = 'spot'
-            or lower(coalesce({{ json_text('labels', 'karpenter.sh/capacity-type') }}, '')) = 'spot'
-            or lower(coalesce({{ json_text('labels', 'cloud.google.com/gke-spot') }}, '')) = 'true'
-            or lower(coalesce({{ json_text('labels', 'cloud.google.com/gke-preemptible') }}, '')) = 'true'
-            or lower(coalesce({{ json_text('labels', 'kubernetes.azure.com/scalesetpriority') }}, '')) = 'spot'
-            or lower(coalesce({{ json_text('labels', 'node.kubernetes.io/lifecycle') }}, '')) = 'spot'
+            false
+            {%- for key, value in spot_node_labels() %}
+            or lower(coalesce({{ label_value(['labels', 'snapshot_labels'], key) }}, '')) = '{{ value }}'
+            {%- endfor %}
         ) as is_spot
     from with_provider
 ),
@@ -112,7 +113,7 @@ final as (
         with_region.region_resolved as region,
         with_region.zone_resolved as availability_zone,
         with_region.labels,
-        {{ json_pick('with_region.labels', [
+        {{ label_pick(['with_region.labels', 'with_region.snapshot_labels'], [
             'node.kubernetes.io/instance-type', 'eks.amazonaws.com/nodegroup', 'cloud.google.com/gke-nodepool',
             'kubernetes.azure.com/agentpool', 'karpenter.sh/nodepool']) }} as node_labels,
         with_region.is_spot,

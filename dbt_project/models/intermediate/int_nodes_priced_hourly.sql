@@ -36,7 +36,7 @@ csv_node_match as (
             (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
             or (csv_prices.instance_id_field = 'spec.providerID' and csv_prices.instance_id = nodes.provider_id)
             or (csv_prices.instance_id_field like 'metadata.labels.%'
-                and csv_prices.instance_id = {{ json_text_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }})
+                and csv_prices.instance_id = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }})
         )
 ),
 
@@ -56,7 +56,7 @@ csv_gpu_match as (
         and nodes.gpu_count > 0
         and (csv_prices.region is null or csv_prices.region = nodes.region)
         and (
-            csv_prices.instance_id = {{ json_text_expr('nodes.labels', 'csv_prices.instance_id_field') }}
+            csv_prices.instance_id = {{ label_value_expr('nodes.labels', 'csv_prices.instance_id_field') }}
             or (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
         )
 ),

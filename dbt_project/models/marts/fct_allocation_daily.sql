@@ -7,6 +7,7 @@
     ('bool_or(is_embodied_fallback)', 'embodied_fallback'),
     ('bool_or(is_global_default_intensity)', 'global_default_intensity'),
     ('bool_or(is_gpu_power_estimated)', 'gpu_power_estimated'),
+    ('bool_or(is_lb_pods_from_selector)', 'lb_pods_from_selector'),
     ('bool_or(is_egress_unclassified)', 'no_egress_classification'),
     ('bool_or(is_instance_price_missing)', 'no_instance_price'),
     ('bool_or(is_node_missing)', 'node_metrics_missing'),
@@ -60,7 +61,8 @@ pod_volumes as (
 ),
 
 pod_load_balancers as (
-    select cluster, hour_ts, pod_uid, sum(load_balancer_cost) as load_balancer_cost
+    select cluster, hour_ts, pod_uid, sum(load_balancer_cost) as load_balancer_cost,
+           bool_or(is_pods_from_selector) as is_lb_pods_from_selector
     from {{ ref('int_load_balancers_allocated_hourly') }}
     where pod_uid <> '__unmounted__'
     group by cluster, hour_ts, pod_uid
@@ -99,6 +101,7 @@ container_hours as (
         coalesce(pod_volumes.pv_byte_hours, 0) / pod_container_counts.containers_in_pod as pv_byte_hours,
         coalesce(pod_load_balancers.load_balancer_cost, 0) / pod_container_counts.containers_in_pod
             as load_balancer_cost,
+        coalesce(pod_load_balancers.is_lb_pods_from_selector, false) as is_lb_pods_from_selector,
         pod_network.network_transfer_bytes / pod_container_counts.containers_in_pod as network_transfer_bytes,
         pod_network.network_receive_bytes / pod_container_counts.containers_in_pod as network_receive_bytes,
         coalesce(pod_network.network_cross_zone_cost, 0) / pod_container_counts.containers_in_pod
@@ -228,13 +231,15 @@ unmounted_hourly as (
         volumes.energy_storage_kwh,
         volumes.energy_storage_kwh * coalesce(cluster_hour_intensity.intensity_x_pue,
             {{ sql_number(var('default_intensity_g_per_kwh', 500)) }} * {{ sql_number(var('default_pue', 1.3)) }})
-            as co2e_operational_g
+            as co2e_operational_g,
+        false as is_lb_endpoints_missing
     from {{ ref('int_volumes_allocated_hourly') }} as volumes
     left join cluster_hour_intensity
         on cluster_hour_intensity.cluster = volumes.cluster and cluster_hour_intensity.hour_ts = volumes.hour_ts
     where volumes.pod_uid = '__unmounted__'
     union all
-    select cluster, hour_ts, namespace, 0.0, 0.0, load_balancer_cost, 0.0, 0.0
+    select cluster, hour_ts, namespace, 0.0, 0.0, load_balancer_cost, 0.0, 0.0,
+           coalesce(is_endpoints_missing, false)
     from {{ ref('int_load_balancers_allocated_hourly') }}
     where pod_uid = '__unmounted__'
 ),
@@ -250,7 +255,8 @@ unmounted_daily as (
         sum(pv_cost) as pv_cost,
         sum(load_balancer_cost) as load_balancer_cost,
         sum(energy_storage_kwh) as energy_storage_kwh,
-        sum(co2e_operational_g) as co2e_operational_g
+        sum(co2e_operational_g) as co2e_operational_g,
+        {{ reasons_string([('bool_or(is_lb_endpoints_missing)', 'lb_endpoints_missing')]) }} as estimation_reasons
     from unmounted_hourly
     group by cast(hour_ts as date), cluster, namespace
 ),
@@ -312,13 +318,21 @@ node_meta as (
 ),
 
 pod_services as (
+    -- the services that select the pod: from the metrics, plus LoadBalancers mapped by their snapshot selector
     select
         cluster,
         cast(hour_ts as date) as usage_date,
         pod_uid,
         {{ json_array_agg_distinct('service') }} as services
-    from {{ ref('stg_metrics__service_hours') }}
-    where pod_uid is not null
+    from (
+        select cluster, hour_ts, pod_uid, service
+        from {{ ref('stg_metrics__service_hours') }}
+        where pod_uid is not null
+        union all
+        select cluster, hour_ts, pod_uid, service
+        from {{ ref('int_load_balancers_allocated_hourly') }}
+        where is_pods_from_selector
+    ) as pod_service_hours
     group by cluster, cast(hour_ts as date), pod_uid
 ),
 
@@ -511,7 +525,7 @@ unmounted_rows as (
         cast(null as double) as intensity_plain_avg,
         cast(null as double) as pue_plain_avg,
         false as idle_clamped,
-        '' as estimation_reasons
+        u.estimation_reasons
     from unmounted_daily as u
     left join namespace_meta
         on namespace_meta.cluster = u.cluster and namespace_meta.usage_date = u.usage_date

@@ -1,6 +1,7 @@
 -- grain: as marts.fct_allocation_daily (one row per allocation row identity and day), with the configured default
 -- sharing policy applied (kubeledger.yaml `sharing`): idle shared per resource, shared namespaces / labels and the
--- monthly overhead spread over the remaining rows. The algorithm is the single implementation in
+-- monthly overhead spread over the remaining rows of the same cluster and day (share scope 'cluster': re-building one
+-- cluster never changes another cluster's rows; the overhead is per cluster). The algorithm is the single implementation in
 -- macros/allocation_sharing.sql, also used by the allocation API with per-request options.
 {%- set policy = var('sharing', {}) %}
 {{ config(unique_key=['usage_date', 'cluster']) }}
@@ -25,6 +26,7 @@ shared as (
             'overhead_monthly_usd': policy.get('monthly_overhead_usd', 0),
             'shared_namespaces': policy.get('shared_namespaces', []),
             'shared_labels': policy.get('shared_labels', []),
+            'share_scope': 'cluster',
         }) }}
 ),
 

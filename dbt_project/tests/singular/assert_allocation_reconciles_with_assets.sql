@@ -1,6 +1,7 @@
 -- METHOD A1/A10/A18 (blocking reconciliation, before sharing): per cluster and day,
 --   Σ workload CPU+RAM+GPU cost + Σ idle CPU+RAM+GPU cost = Σ node CPU+RAM+GPU asset cost
--- within 1e-9 relative, unless idle_clamped (the overshoot is reported, never subtracted).
+-- within 1e-9 relative (floats_differ, macros/float_tolerance.sql), unless idle_clamped (the overshoot is
+-- reported, never subtracted).
 -- The exemption is applied per node-day, so one clamped node does not hide the rest of its cluster:
 --   * nodes whose idle row is idle_clamped are left out of both sides of the cluster-day sums, and for them the
 --     allocated cost must be >= the asset cost (clamping only ever removes a negative idle);
@@ -57,8 +58,7 @@ per_cluster as (
 select 'cluster_day' as check_name, usage_date, cluster, cast(null as varchar) as node,
        allocated_compute_cost, node_compute_cost, allocated_compute_cost - node_compute_cost as difference
 from per_cluster
-where abs(allocated_compute_cost - node_compute_cost)
-      > 1e-9 * greatest(abs(allocated_compute_cost), abs(node_compute_cost))
+where {{ floats_differ('allocated_compute_cost', 'node_compute_cost') }}
 
 union all
 
@@ -66,4 +66,5 @@ select 'clamped_node_undershoot', usage_date, cluster, node,
        allocated_compute_cost, node_compute_cost, allocated_compute_cost - node_compute_cost
 from per_node
 where idle_clamped
-  and allocated_compute_cost < node_compute_cost - 1e-9 * abs(node_compute_cost)
+  and allocated_compute_cost < node_compute_cost
+  and {{ floats_differ('allocated_compute_cost', 'node_compute_cost') }}

@@ -8,7 +8,7 @@
 --                                                      min(max(request, usage) / vCPUs, 1) each and the idle row
 --                                                      only a positive remainder, so Σ max(request, usage) above
 --                                                      capacity - the case that clamps CPU idle - overshoots)
--- within 1e-9 relative (fct_allocation_daily vs fct_node_energy_daily). Returns the mismatches.
+-- within 1e-9 relative (floats_differ; fct_allocation_daily vs fct_node_energy_daily). Returns the mismatches.
 with allocation as (
     select
         usage_date,
@@ -58,20 +58,18 @@ compared as (
 select 'energy_kwh' as measure, usage_date, cluster, node,
        allocated_energy_kwh as allocated, node_energy_kwh as node_total
 from compared
-where abs(allocated_energy_kwh - node_energy_kwh) > 1e-9 * greatest(abs(allocated_energy_kwh), abs(node_energy_kwh))
+where {{ floats_differ('allocated_energy_kwh', 'node_energy_kwh') }}
 
 union all
 
 select 'co2e_operational_g', usage_date, cluster, node, allocated_co2e_operational_g, node_co2e_operational_g
 from compared
 where allocated_storage_kwh = 0
-  and abs(allocated_co2e_operational_g - node_co2e_operational_g)
-      > 1e-9 * greatest(abs(allocated_co2e_operational_g), abs(node_co2e_operational_g))
+  and {{ floats_differ('allocated_co2e_operational_g', 'node_co2e_operational_g') }}
 
 union all
 
 select 'co2e_embodied_g', usage_date, cluster, node, allocated_co2e_embodied_g, node_co2e_embodied_g
 from compared
-where abs(allocated_co2e_embodied_g - node_co2e_embodied_g)
-      > 1e-9 * greatest(abs(allocated_co2e_embodied_g), abs(node_co2e_embodied_g))
+where {{ floats_differ('allocated_co2e_embodied_g', 'node_co2e_embodied_g') }}
   and not (any_idle_clamped and allocated_co2e_embodied_g > node_co2e_embodied_g)

@@ -1,7 +1,8 @@
 -- METHOD A7/A9: persistent volumes and load balancers are fully allocated (pods + __unmounted__), never idle.
 -- Per cluster and day: Σ pv_cost over all allocation rows = Σ pv_cost of the volume assets, and
 -- Σ load_balancer_cost over all allocation rows = Σ load_balancer_cost of the load-balancer assets,
--- within 1e-9 relative. Returns the cluster-days (and kind) that do not reconcile.
+-- within 1e-9 relative (floats_differ, macros/float_tolerance.sql). Returns the cluster-days (and kind) that do
+-- not reconcile.
 with allocation as (
     select
         usage_date,
@@ -39,12 +40,11 @@ compared as (
 select 'pv' as cost_kind, usage_date, cluster, allocated_pv_cost as allocated, asset_pv_cost as asset,
        allocated_pv_cost - asset_pv_cost as difference
 from compared
-where abs(allocated_pv_cost - asset_pv_cost) > 1e-9 * greatest(abs(allocated_pv_cost), abs(asset_pv_cost))
+where {{ floats_differ('allocated_pv_cost', 'asset_pv_cost') }}
 
 union all
 
 select 'load_balancer', usage_date, cluster, allocated_load_balancer_cost, asset_load_balancer_cost,
        allocated_load_balancer_cost - asset_load_balancer_cost
 from compared
-where abs(allocated_load_balancer_cost - asset_load_balancer_cost)
-      > 1e-9 * greatest(abs(allocated_load_balancer_cost), abs(asset_load_balancer_cost))
+where {{ floats_differ('allocated_load_balancer_cost', 'asset_load_balancer_cost') }}
