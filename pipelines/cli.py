@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,90 +23,30 @@ def _parse_date(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
-def prepare_dagster_home(settings: Settings) -> Path:
-    """Local run storage under the warehouse folder, with the repo's instance defaults (telemetry off, one writer)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or settings.warehouse_path.parent / "dagster")
-    home.mkdir(parents=True, exist_ok=True)
-    target = home / "dagster.yaml"
-    if not target.exists():
-        shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", target)
-    os.environ["DAGSTER_HOME"] = str(home)
-    os.environ.setdefault("KUBELEDGER_DAGSTER_STORAGE", str(home / "storage"))
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    return home
-
-
-RUN_PID_TAG = "kubeledger/pid"
-RUN_HOST_TAG = "kubeledger/host"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def release_orphaned_runs(instance, log=print) -> list[str]:
-    """Fail the runs of `kubeledger` processes that are gone and free their pool slots.
-
-    A CLI run killed mid-way (SIGKILL, OOM killer, reboot) stays STARTED in the run storage and keeps its
-    `duckdb_writer` pool slot; with no daemon to notice, every later run waits for that slot forever. Runs this CLI
-    started on this host (tagged with its pid) whose process no longer exists are marked failed and their slots
-    freed, as are the slots still held by any run that has already finished (or no longer exists). Runs of live
-    processes and runs launched by `dagster dev` (no pid tag) are left alone."""
-    import dagster as dg
-    from dagster._core.storage.dagster_run import FINISHED_STATUSES
-
-    released: list[str] = []
-    in_progress = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                   dg.DagsterRunStatus.CANCELING]
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=in_progress)):
-        pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
-        if not pid or not pid.isdigit() or host != socket.gethostname() or _pid_alive(int(pid)):
-            continue
-        instance.report_run_failed(run, f"kubeledger: the process that ran this run (pid {pid}) is gone; "
-                                        "marked failed so its duckdb_writer slot is freed")
-        released.append(run.run_id)
-    storage = instance.event_log_storage
-    if storage.supports_global_concurrency_limits:
-        holders = set(released) | set(storage.get_concurrency_run_ids())
-        for key in storage.get_concurrency_keys():
-            holders.update(slot.run_id for slot in storage.get_concurrency_info(key).claimed_slots)
-        runs = instance.get_runs(filters=dg.RunsFilter(run_ids=list(holders))) if holders else []
-        live = {r.run_id for r in runs if r.status not in FINISHED_STATUSES}
-        for run_id in sorted(holders - live):  # finished, or deleted from the run storage
-            storage.free_concurrency_slots_for_run(run_id)
-    if released:
-        log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")
-    return released
-
-
 def materialize_days(settings: Settings, start: date, end: date, cluster: str | None = None,
                      log=print) -> dict[str, float]:
     """Run reference → hourly extract (one run over the range) → daily build + checks + publish, through the same
     Dagster jobs the schedules use. `end` is inclusive."""
-    import dagster as dg
 
+    from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
     from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
+    from pipelines.dagster_defs.resources import pinned_run_config
     from pipelines.definitions import build_definitions
 
     if cluster is not None:
         settings.cluster(cluster)  # fail early with the list of configured clusters
-    prepare_dagster_home(settings)
+    instance = open_instance(settings, log)
     defs = build_definitions(settings)
-    instance = dg.DagsterInstance.get()
-    release_orphaned_runs(instance, log)
     own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
     timings: dict[str, float] = {}
+
+    pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with
 
     def run(job_name: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
             partition_key: str | None = None) -> None:
         t0 = time.perf_counter()
         job = defs.resolve_job_def(job_name)
+        run_config = {**(run_config or {}), **pinned}
         result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})}, run_config=run_config,
                                         partition_key=partition_key, raise_on_error=False)
         timings[job_name] = time.perf_counter() - t0
@@ -184,7 +123,20 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_repair_instance(settings: Settings) -> int:
+    from pipelines.dagster_defs.instance import dagster_home, repair_instance, storage_problems
+
+    home = dagster_home(settings)
+    repaired = repair_instance(home)
+    left = storage_problems(home)
+    print(f"repaired {repaired} storage(s) under {home}; " + ("still inconsistent: " + "; ".join(left) if left
+                                                               else "the instance is consistent"))
+    return 1 if left else 0
+
+
 def cmd_dev(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.dagster_defs.instance import prepare_dagster_home
+
     prepare_dagster_home(settings)
     os.environ["KUBELEDGER_WAREHOUSE"] = str(settings.warehouse_path)
     dagster = Path(sys.executable).parent / "dagster"
@@ -253,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=9003)
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
+    sub.add_parser("repair-instance", help="repair the local Dagster instance storage (duplicate alembic versions)")
     return parser
 
 
@@ -281,12 +234,18 @@ def main(argv: list[str] | None = None) -> int:
         "allocation": lambda: cmd_allocation(args, settings, passthrough),
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
+        "repair-instance": lambda: cmd_repair_instance(settings),
     }
+    from pipelines.dagster_defs.instance import InstanceError
+
     try:
         return handlers[args.command]()
     except SettingsError as exc:  # e.g. --cluster naming a cluster that is not configured
         print(f"kubeledger: {exc}", file=sys.stderr)
         return 2
+    except InstanceError as exc:
+        print(f"kubeledger: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

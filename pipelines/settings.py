@@ -696,3 +696,23 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
                         source_file=str(candidate.resolve()))
     _check_files(settings, ctx)
     return settings
+
+
+# --- snapshots: a run uses the settings it was launched with ------------------------------------------
+
+def settings_to_json(settings: Settings) -> str:
+    """The settings as JSON, to pin a run to them (settings_from_json rebuilds and re-validates them)."""
+    import json
+    from dataclasses import asdict
+
+    return json.dumps(asdict(settings), sort_keys=True)
+
+
+def settings_from_json(text: str, origin: str = "pinned settings") -> Settings:
+    import json
+
+    data = json.loads(text)
+    source_file = data.pop("source_file", None)
+    settings = _build(Settings, data, "", _Ctx(origin, {}))
+    return Settings(**{f.name: getattr(settings, f.name) for f in fields(Settings) if f.name != "source_file"},
+                    source_file=source_file)

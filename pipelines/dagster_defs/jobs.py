@@ -6,7 +6,8 @@ from datetime import datetime, timedelta
 import dagster as dg
 
 from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
-from pipelines.settings import Settings
+from pipelines.dagster_defs.resources import pinned_run_config
+from pipelines.settings import Settings, load_settings
 
 extract_job = dg.define_asset_job(
     "extract_hourly", selection=dg.AssetSelection.groups("extract"),
@@ -40,6 +41,8 @@ def build_daily_schedule(settings: Settings) -> dg.ScheduleDefinition:
     def daily_schedule(context: dg.ScheduleEvaluationContext):
         now = context.scheduled_execution_time or datetime.now()
         yesterday = (now - timedelta(days=1)).date()
+        # one tick, one configuration: every run it requests is pinned to the file as it is now
+        pinned = pinned_run_config(load_settings(settings.source_file) if settings.source_file else settings)
         for offset in range(late_days + 1):
             day = yesterday - timedelta(days=offset)
             key = day.isoformat()
@@ -47,7 +50,8 @@ def build_daily_schedule(settings: Settings) -> dg.ScheduleDefinition:
                 run_key=f"extract-{key}-{now:%Y%m%d}",
                 job_name=extract_job.name,
                 tags={RANGE_START_TAG: f"{key}-00:00", RANGE_END_TAG: f"{key}-23:00"},
+                run_config=pinned,
             )
-            yield dg.RunRequest(run_key=f"build-{key}-{now:%Y%m%d}", partition_key=key)
+            yield dg.RunRequest(run_key=f"build-{key}-{now:%Y%m%d}", partition_key=key, run_config=pinned)
 
     return daily_schedule

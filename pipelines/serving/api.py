@@ -10,6 +10,7 @@ from typing import Any
 
 from pipelines.serving.engine import AllocationQuery
 from pipelines.serving.errors import QueryError
+from pipelines.serving.params import filter_quote, param_bool, param_int, param_list, tolerance_notes
 from pipelines.settings import Settings
 
 # Every parameter the upstream allocation handlers read (docs/API.md lists where each comes from). Each endpoint
@@ -41,68 +42,20 @@ _LEGACY_MAP_FILTERS = {"filterLabels": "label", "filterAnnotations": "annotation
 COST_METRICS = ("cumulative", "hourly", "daily", "monthly")
 
 
-def _bool(params: dict[str, str], name: str, default: bool) -> bool:
-    v = params.get(name)
-    if v is None or v == "":
-        return default
-    low = v.strip().lower()
-    if low in ("true", "1", "yes", "t"):
-        return True
-    if low in ("false", "0", "no", "f"):
-        return False
-    raise QueryError(name, v, "use true or false")
-
-
-def _int(params: dict[str, str], name: str) -> int | None:
-    v = params.get(name)
-    if v is None or v == "":
-        return None
-    text = v.strip()
-    # ASCII digits only: str.isdigit() also accepts superscripts and other scripts' digits, which int() rejects
-    if not text or len(text) > 9 or not all("0" <= ch <= "9" for ch in text):
-        raise QueryError(name, v, "a non-negative integer (ASCII digits)")
-    return int(text)
-
-
-def _list(value: str | None) -> tuple[str, ...]:
-    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _legacy_filter(params: dict[str, str]) -> str:
     """Kubecost's v1 filter parameters as v2 filter terms, ANDed with `filter`."""
     filt = params.get("filter", "") or ""
-    terms = [f"{field}:{','.join(_quote(v) for v in _list(params.get(p)))}"
-             for p, field in _LEGACY_FILTERS.items() if _list(params.get(p))]
+    terms = [f"{field}:{','.join(filter_quote(v) for v in param_list(params.get(p)))}"
+             for p, field in _LEGACY_FILTERS.items() if param_list(params.get(p))]
     for p, kind in _LEGACY_MAP_FILTERS.items():
-        for item in _list(params.get(p)):
+        for item in param_list(params.get(p)):
             key, sep, value = item.partition(":")
             if not sep or not key.strip():
                 raise QueryError(p, item, f"use {kind}key:value[,{kind}key:value…] (e.g. app:cost-analyzer)")
-            terms.append(f"{kind}[{key.strip()}]:{_quote(value.strip())}")
+            terms.append(f"{kind}[{key.strip()}]:{filter_quote(value.strip())}")
     if terms:
         filt = "+".join([f"({filt})"] * bool(filt.strip()) + terms)
     return filt
-
-
-def _notes_for(params: dict[str, str], flavor: str) -> list[str]:
-    notes: list[str] = []
-    for name, why in IGNORED.items():
-        if name not in params:
-            continue
-        if name in _IGNORED_IF_TRUE and not _bool(params, name, False):
-            continue
-        notes.append(f"{name}: ignored; {why}")
-    unknown = sorted(set(params) - IMPLEMENTED - set(IGNORED))
-    if unknown:
-        if _bool(params, "strict", False):
-            raise QueryError(unknown[0], params[unknown[0]], "unknown parameter (strict=true); allowed: "
-                             + ", ".join(sorted(IMPLEMENTED | set(IGNORED))))
-        notes.append("unknown parameter(s) ignored: " + ", ".join(unknown) + " (strict=true rejects them)")
-    return notes
 
 
 def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -> AllocationQuery:
@@ -110,14 +63,14 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
 
     Defaults follow each upstream: Kubecost and ACK include idle, OpenCost only with includeIdle; the configured
     sharing policy (kubeledger.yaml `sharing`) is the Kubecost endpoint's default."""
-    notes = _notes_for(params, flavor)
+    notes = tolerance_notes(params, IMPLEMENTED, IGNORED, _IGNORED_IF_TRUE)
     sharing = settings.sharing
     kubecost = flavor == "kubecost"
     ack = flavor == "ack"
     idle_default = flavor != "opencost"
-    idle = _bool(params, "idle", _bool(params, "includeIdle", idle_default))  # aliases; `idle` wins
-    share_idle = _bool(params, "shareIdle", sharing.share_idle if kubecost else False)
-    idle_by_node = _bool(params, "idleByNode", sharing.idle_by_node if kubecost else False)
+    idle = param_bool(params, "idle", param_bool(params, "includeIdle", idle_default))  # aliases; `idle` wins
+    share_idle = param_bool(params, "shareIdle", sharing.share_idle if kubecost else False)
+    idle_by_node = param_bool(params, "idleByNode", sharing.idle_by_node if kubecost else False)
     aggregate = params.get("aggregate") or ("namespace,pod" if ack else "")
     if ack and idle_by_node and (aggregate != "node" or share_idle):
         raise QueryError("idleByNode", params.get("idleByNode"), "only with aggregate=node and shareIdle=false")
@@ -145,23 +98,23 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
     share_default = kubecost
     for name in ("includeSharedCostBreakdown", "includeAggregatedMetadata", "includeProportionalAssetResourceCosts",
                  "splitIdle", "strict"):
-        _bool(params, name, False)  # validated even when their effect is nil
+        param_bool(params, name, False)  # validated even when their effect is nil
     return AllocationQuery(
         window=params.get("window", ""), aggregate=aggregate, filter=_legacy_filter(params),
         step=params.get("step"), accumulate=accumulate, idle=idle, share_idle=share_idle,
-        idle_split=idle_split, idle_by_node=idle_by_node, split_idle=_bool(params, "splitIdle", False),
-        share_namespaces=_list(params["shareNamespaces"]) if "shareNamespaces" in params
+        idle_split=idle_split, idle_by_node=idle_by_node, split_idle=param_bool(params, "splitIdle", False),
+        share_namespaces=param_list(params["shareNamespaces"]) if "shareNamespaces" in params
         else (sharing.shared_namespaces if share_default else ()),
-        share_labels=_list(params["shareLabels"]) if "shareLabels" in params
+        share_labels=param_list(params["shareLabels"]) if "shareLabels" in params
         else (sharing.shared_labels if share_default else ()),
         share_cost=share_cost,
         share_split=(None if ack else params.get("shareSplit")) or (sharing.split if kubecost else "weighted"),
         share_scope=params.get("shareScope") or "all",
-        include_shared_cost_breakdown=_bool(params, "includeSharedCostBreakdown", False),
-        aggregated_metadata=_bool(params, "includeAggregatedMetadata", False),
-        proportional_asset_costs=_bool(params, "includeProportionalAssetResourceCosts", False),
+        include_shared_cost_breakdown=param_bool(params, "includeSharedCostBreakdown", False),
+        aggregated_metadata=param_bool(params, "includeAggregatedMetadata", False),
+        proportional_asset_costs=param_bool(params, "includeProportionalAssetResourceCosts", False),
         cost_metric=cost_metric,
-        offset=_int(params, "offset") or 0, limit=_int(params, "limit"), format=fmt, notes=tuple(notes))
+        offset=param_int(params, "offset") or 0, limit=param_int(params, "limit"), format=fmt, notes=tuple(notes))
 
 
 def ack_view(sets: list[dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, Any]]]:

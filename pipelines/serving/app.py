@@ -183,6 +183,7 @@ class AllocationApp:
         self.timeouts = 0
         self.disconnects = 0
         self._async_slots: asyncio.Semaphore | None = None
+        self._inflight: dict[tuple, asyncio.Future] = {}
 
     # -- ASGI -----------------------------------------------------------------------------------------------
 
@@ -250,11 +251,33 @@ class AllocationApp:
                 if hit is not None:
                     self.served += 1
                     return hit[0], hit[1], hit[2], {"X-Kubeledger-Cache": "hit"}
-        reply, used_id = await self._execute(request, route, params)
-        status, body, ctype, headers = out(reply)
-        if reply.status == 200 and reply.cacheable and used_id is not None:
-            self.cache.put((used_id, *key), (status, body, ctype))
-        return status, body, ctype, headers
+        # single flight: identical requests arriving together share one execution (and one worker slot)
+        flight_key = (snap_id, *key) if snap_id is not None else None
+        if flight_key is not None and flight_key in self._inflight:
+            self.served += 1
+            status, body, ctype, headers = await asyncio.shield(self._inflight[flight_key])
+            return status, body, ctype, {**headers, "X-Kubeledger-Cache": "shared"}
+        fut: asyncio.Future | None = None
+        if flight_key is not None:
+            fut = asyncio.get_running_loop().create_future()
+            self._inflight[flight_key] = fut
+        try:
+            reply, used_id = await self._execute(request, route, params)
+            result = out(reply)
+            if reply.status == 200 and reply.cacheable and used_id is not None:
+                self.cache.put((used_id, *key), result[:3])
+        except BaseException as exc:
+            if fut is not None and not fut.done():
+                fut.set_result(out(self._retry(f"the shared query failed ({type(exc).__name__})")))
+            raise
+        finally:
+            if flight_key is not None:
+                self._inflight.pop(flight_key, None)
+        if fut is not None and not fut.done():
+            # followers get the leader's answer, except a disconnect that concerned the leader alone
+            fut.set_result(result if reply.status != 503 or "disconnected" not in str(reply.payload) else
+                           out(self._retry("the shared query was cancelled")))
+        return result
 
     # -- execution ------------------------------------------------------------------------------------------
 
@@ -262,6 +285,11 @@ class AllocationApp:
         if self._async_slots is None:
             self._async_slots = asyncio.Semaphore(self.limits.max_running)
         return self._async_slots
+
+    def _retry(self, why: str) -> Reply:
+        r = error_reply(503, f"{why}; retry after {self.limits.retry_after_s} s")
+        r.headers["Retry-After"] = str(self.limits.retry_after_s)
+        return r
 
     def _overloaded(self, why: str) -> Reply:
         self.rejected += 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +17,7 @@ import jinja2
 
 from pipelines import DBT_PROJECT_DIR
 from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
+from pipelines.serving.coverage import mart_coverage_notes
 from pipelines.serving.errors import QueryError
 from pipelines.serving.extras import (
     aggregated_metadata,
@@ -119,59 +120,12 @@ class AllocationQuery:
         return self._checked
 
 
-def _missing_days(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[date]:
-    """Days of [start, end) the serving copy lacks: beyond the materialised range, or a gap in a cluster's life."""
-    rows = con.execute(
-        "SELECT cluster, min(usage_date), max(usage_date), "
-        "list(DISTINCT usage_date) FILTER (WHERE usage_date >= $s AND usage_date < $e) "
-        "FROM marts.fct_allocation_daily GROUP BY cluster", {"s": start, "e": end}).fetchall()
-    wanted = {start + timedelta(days=i) for i in range((end - start).days)}
-    if not rows:
-        return sorted(wanted)
-    first = min(r[1] for r in rows)
-    last = max(r[2] for r in rows)
-    missing = {d for d in wanted if d < first or d > last}
-    for _cluster, c_first, c_last, present in rows:
-        have = set(present or [])
-        missing |= {d for d in wanted if c_first <= d <= c_last and d not in have}
-    return sorted(missing)
-
-
 def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
     exists = con.execute("SELECT count(*) FROM information_schema.tables "
                          "WHERE table_schema = 'marts' AND table_name = ?", [table]).fetchone()
     if not exists or not exists[0]:
         raise QueryError("window", "", "", status=503, message=(
             f"marts.{table} is not in the serving snapshot; run the pipeline (kubeledger materialize) to publish"))
-
-
-def _ranges(days: list[date]) -> str:
-    """2026-11-01..2026-11-03, 2026-11-07 — compact, at most 10 ranges shown."""
-    spans: list[tuple[date, date]] = []
-    for d in sorted(days):
-        if spans and d == spans[-1][1] + timedelta(days=1):
-            spans[-1] = (spans[-1][0], d)
-        else:
-            spans.append((d, d))
-    shown = [a.isoformat() if a == b else f"{a.isoformat()}..{b.isoformat()}" for a, b in spans[:10]]
-    return ", ".join(shown) + (f" and {len(spans) - 10} more range(s)" if len(spans) > 10 else "")
-
-
-def coverage_notes(con: duckdb.DuckDBPyConnection, span: DaySpan, table: str = "fct_allocation_daily"
-                   ) -> tuple[list[str], bool]:
-    """Notes for days of the span the snapshot lacks, and whether any day of it is there at all."""
-    if span.empty:
-        return [], False
-    start, end = span.start.date(), span.end.date()
-    missing = _missing_days(con, start, end)
-    if not missing:
-        return [], True
-    row = con.execute(f"SELECT min(usage_date), max(usage_date) FROM marts.{table}").fetchone()  # noqa: S608
-    have = f"materialised: {row[0]}..{row[1]}" if row and row[0] else "nothing is materialised yet"
-    total = (end - start).days
-    note = (f"{len(missing)} of the {total} day(s) {start}..{end - timedelta(days=1)} are not materialised in the "
-            f"serving copy and were left out: {_ranges(missing)} ({have}; backfill them with kubeledger backfill)")
-    return [note], len(missing) < total
 
 
 def _num(v: Any) -> float | None:
@@ -281,7 +235,7 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> Al
     span, steps, params = c["span"], c["steps"], c["params"]
     require_mart(con, "fct_allocation_daily")
     warnings = [*q.notes, *span.notes]
-    notes, any_day = coverage_notes(con, span)
+    notes, any_day = mart_coverage_notes(con, span, "fct_allocation_daily")
     warnings += notes
     if not steps:
         return AllocationAnswer([{}], warnings, span)

@@ -89,7 +89,7 @@ def replace_partitions(
             if len(frame):
                 con.register("_kl_batch", frame)
                 outside = con.execute(
-                    f"select count(*) from _kl_batch b anti join _kl_parts p on "  # noqa: S608
+                    "select count(*) from _kl_batch b anti join _kl_parts p on "  # noqa: S608
                     + " and ".join(f"b.{k} = p.{k}" for k in keys)
                 ).fetchone()[0]
                 if outside:

@@ -8,12 +8,19 @@ The copy is written in DuckDB storage version v1.4.0 so BI tools embedding DuckD
 The allocation API reads its own copy of each snapshot (`.api-snapshots/serving-<publish id>.duckdb` beside the BI
 copy, the last API_SNAPSHOTS_KEPT kept): DuckDB locks whole files, so an analyst who opens `serving.duckdb`
 read-write (the default of the DuckDB CLI and Python) can block other openers of that file, but never the API.
+
+Every mart of MART_TABLES is copied with its table and column comments (dbt persist_docs) and exported to Parquet;
+the sql/bi/*.sql views (schema bi) are created in the serving copy and in `lake.duckdb`, a small file beside the
+Parquet export (rewritten atomically by each export) that holds only views over the Parquet files: a connection kept
+open to it sees every newly exported day without reconnecting, while one kept open to serving.duckdb keeps reading
+the snapshot it opened.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import time
 import uuid
@@ -25,9 +32,17 @@ import duckdb
 
 from pipelines import SQL_DIR
 
+# Every mart: copied into the serving copy and exported to Parquet (all have cluster and usage_date, the partitions).
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
                "fct_node_energy_daily")
-PARQUET_MARTS = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_node_energy_daily", "fct_cluster_daily")
+PARQUET_MARTS = MART_TABLES
+LAKE_FILE = "lake.duckdb"
+# the allocation API's names for rows without a namespace (pipelines/serving): written into the Parquet export so
+# no exported row has a NULL namespace
+NAMESPACE_KEY_SQL = ("coalesce(nullif(namespace, ''), case allocation_kind when 'idle' then '__idle__' "
+                     "when 'unmounted' then '__unmounted__' when 'shared' then '__shared__' "
+                     "else '__unallocated__' end)")
+_MART_REF = re.compile(r"\bmarts\.(\w+)")
 SERVING_STORAGE_VERSION = "v1.4.0"
 API_SNAPSHOTS_KEPT = 2
 API_SNAPSHOT_DIR = ".api-snapshots"
@@ -62,12 +77,10 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
             # identifiers come from MART_TABLES, never from input
             con.execute(f"create table serving.marts.{table} as select * from working.marts.{table}")  # noqa: S608
             counts[table] = con.execute(f"select count(*) from serving.marts.{table}").fetchone()[0]  # noqa: S608
+        copy_comments(con, "working", "serving", list(counts))
         con.execute("detach working")
         con.execute("use serving")
-        for sql_file in sorted((SQL_DIR / "bi").glob("*.sql")):
-            if "fct_allocation_shared_daily" in sql_file.read_text() and "fct_allocation_shared_daily" not in counts:
-                continue
-            con.execute(sql_file.read_text())
+        create_bi_views(con, "serving", set(counts))
         con.execute("use memory")
         con.execute("detach serving")
     except BaseException:
@@ -78,6 +91,70 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
     _write_api_snapshot(tmp, serving_path)
     os.replace(tmp, serving_path)
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
+
+
+def copy_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str]) -> int:
+    """COMMENT ON each table of schema marts in catalog `target` and on its columns, as in catalog `source`.
+
+    Only columns present in both get a comment; returns how many comments were written."""
+    if not tables:
+        return 0
+    statements: list[str] = []
+    rows = con.execute(
+        "select table_name, comment from duckdb_tables() "
+        "where database_name = ? and schema_name = 'marts' and list_contains(?, table_name)", [source, tables]
+    ).fetchall()
+    for table, comment in rows:
+        if comment:
+            statements.append(f"comment on table {_ident(target)}.marts.{_ident(table)} is {_lit(comment)}")
+    rows = con.execute(
+        "select s.table_name, s.column_name, s.comment from duckdb_columns() s "
+        "join duckdb_columns() t on t.table_name = s.table_name and t.column_name = s.column_name "
+        " and t.database_name = ? and t.schema_name = 'marts' "
+        "where s.database_name = ? and s.schema_name = 'marts' and list_contains(?, s.table_name) "
+        "  and s.comment is not null and s.comment <> ''", [target, source, tables]
+    ).fetchall()
+    for table, column, comment in rows:
+        statements.append(f"comment on column {_ident(target)}.marts.{_ident(table)}.{_ident(column)} "
+                          f"is {_lit(comment)}")
+    if statements:
+        con.execute(";\n".join(statements))
+    return len(statements)
+
+
+def create_bi_views(con: duckdb.DuckDBPyConnection, catalog: str, marts: set[str]) -> list[str]:
+    """Run sql/bi/*.sql in `catalog` (the current catalog) with its marts; a file naming a missing mart is skipped.
+
+    A view column left without a comment by its file gets the comment of the same-named column of the (first) mart
+    the view reads. Returns the files run."""
+    run: list[str] = []
+    for sql_file in sorted((SQL_DIR / "bi").glob("*.sql")):
+        text = sql_file.read_text()
+        if any(name not in marts for name in _MART_REF.findall(text)):
+            continue
+        con.execute(text)
+        run.append(sql_file.name)
+    views = con.execute(
+        "select view_name, sql from duckdb_views() where database_name = ? and schema_name = 'bi'", [catalog]
+    ).fetchall()
+    statements: list[str] = []
+    for view, sql in views:
+        sources = [m for m in _MART_REF.findall(sql or "") if m in marts]
+        if not sources:
+            continue
+        missing = con.execute(
+            "select v.column_name, m.comment from duckdb_columns() v "
+            "join duckdb_columns() m on m.column_name = v.column_name and m.database_name = v.database_name "
+            " and m.schema_name = 'marts' and m.table_name = ? "
+            "where v.database_name = ? and v.schema_name = 'bi' and v.table_name = ? "
+            "  and (v.comment is null or v.comment = '') and m.comment is not null and m.comment <> ''",
+            [sources[0], catalog, view]).fetchall()
+        for column, comment in missing:
+            statements.append(f"comment on column {_ident(catalog)}.bi.{_ident(view)}.{_ident(column)} "
+                              f"is {_lit(comment)}")
+    if statements:
+        con.execute(";\n".join(statements))
+    return run
 
 
 def api_snapshot_dir(serving_path: Path) -> Path:
@@ -143,18 +220,26 @@ def _locked(path: Path) -> bool:
     return False
 
 
-def export_parquet(working_path: Path, parquet_root: Path, days: list[date]) -> dict[str, int]:
-    """Write each mart's rows for these days as <root>/<mart>/cluster=<c>/date=<d>/data.parquet (replaced per day)."""
+def export_parquet(working_path: Path, parquet_root: Path, days: list[date],
+                   lake_path: Path | None = None) -> dict[str, int]:
+    """Write each mart's rows for these days as <root>/<mart>/cluster=<c>/date=<d>/data.parquet (replaced per day),
+    then rewrite the lake file (default <root>/lake.duckdb) with views over every exported mart.
+
+    The files hold every mart column but `cluster` (it is the partition); `namespace` is never NULL in them: idle
+    rows are `__idle__`, unmounted volumes without a namespace `__unmounted__`, a workload row without one
+    `__unallocated__` (the allocation API's names; the marts keep NULL)."""
     written: dict[str, int] = {}
     started = time.time()
     con = duckdb.connect(str(working_path), read_only=True)
     try:
         for table in PARQUET_MARTS:
-            exists = con.execute(
-                "select count(*) from duckdb_tables() where schema_name = 'marts' and table_name = ?", [table]
-            ).fetchone()[0]
-            if not exists:
-                continue
+            columns = [r[0] for r in con.execute(
+                "select column_name from duckdb_columns() where schema_name = 'marts' and table_name = ? "
+                "order by column_index", [table]).fetchall()]
+            if not {"cluster", "usage_date"} <= set(columns):
+                continue  # not built (or not partitionable by cluster and day)
+            fill = (f" replace ({NAMESPACE_KEY_SQL} as namespace)"
+                    if {"namespace", "allocation_kind"} <= set(columns) else "")
             for day in days:
                 clusters = [r[0] for r in con.execute(
                     f"select distinct cluster from marts.{table} where usage_date = ?", [day]  # noqa: S608
@@ -167,7 +252,8 @@ def export_parquet(working_path: Path, parquet_root: Path, days: list[date]) -> 
                             stale.unlink(missing_ok=True)
                     tmp = folder / f".data.{uuid.uuid4().hex}.tmp"
                     con.execute(
-                        f"copy (select * exclude (cluster) from marts.{table} where usage_date = ? and cluster = ?) "  # noqa: S608
+                        f"copy (select * exclude (cluster){fill} from marts.{table} "  # noqa: S608
+                        f"where usage_date = ? and cluster = ?) "
                         f"to '{_q(tmp)}' (format parquet, compression zstd)",
                         [day, cluster],
                     )
@@ -175,7 +261,87 @@ def export_parquet(working_path: Path, parquet_root: Path, days: list[date]) -> 
                     written[table] = written.get(table, 0) + 1
     finally:
         con.close()
+    write_lake(working_path, parquet_root, lake_path or parquet_root / LAKE_FILE)
     return written
+
+
+def lake_view_sql(parquet_root: Path, table: str, columns: list[str]) -> str:
+    """SELECT over one mart's Parquet files with the mart's columns, in its order.
+
+    `cluster` comes back from the partition folder (always VARCHAR) and so does `usage_date` (the `date=`
+    partition holds exactly the file's usage_date), so filters on either prune whole files."""
+    source = (f"read_parquet('{_q(parquet_root.resolve() / table)}/*/*/data.parquet', hive_partitioning = true, "
+              f"hive_types = {{'cluster': 'VARCHAR', 'date': 'DATE'}}, union_by_name = true)")
+    select = []
+    for c in columns:
+        if c == "usage_date":
+            select.append('"date" as usage_date')
+        else:
+            select.append(_ident(c))
+    return f"select {', '.join(select)} from {source}"  # noqa: S608 - names come from the warehouse catalog
+
+
+def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path | None:
+    """Write `lake_path` (tmp + os.replace): schema marts = one view per exported mart over its Parquet files,
+    schema bi = the sql/bi views, with the marts' comments. Nothing is written while no mart has been exported."""
+    marts = [t for t in PARQUET_MARTS if any((parquet_root / t).glob("*/*/data.parquet"))]
+    if not marts:
+        return None
+    lake_path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in lake_path.parent.glob(f".{lake_path.name}.*.tmp*"):  # left by a write that was killed
+        if stale.stat().st_mtime < time.time() - 3600:
+            stale.unlink(missing_ok=True)
+    tmp = lake_path.with_name(f".{lake_path.name}.{uuid.uuid4().hex}.tmp")
+    con = duckdb.connect()
+    try:
+        con.execute(f"attach '{_q(tmp)}' as lake (storage_version '{SERVING_STORAGE_VERSION}')")
+        con.execute(f"attach '{_q(working_path)}' as working (read_only)")
+        con.execute("create schema lake.marts")
+        con.execute("create schema lake.bi")
+        made: list[str] = []
+        for table in marts:
+            columns = [r[0] for r in con.execute(
+                "select column_name from duckdb_columns() where database_name = 'working' and schema_name = 'marts' "
+                "and table_name = ? order by column_index", [table]).fetchall()]
+            if not {"cluster", "usage_date"} <= set(columns):
+                continue
+            con.execute(f"create view lake.marts.{_ident(table)} as {lake_view_sql(parquet_root, table, columns)}")
+            made.append(table)
+        _copy_view_comments(con, "working", "lake", made)
+        con.execute("detach working")
+        con.execute("use lake")
+        create_bi_views(con, "lake", set(made))
+        con.execute("use memory")
+        con.execute("detach lake")
+    except BaseException:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+        raise
+    con.close()
+    os.replace(tmp, lake_path)
+    return lake_path
+
+
+def _copy_view_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str]) -> None:
+    """copy_comments for views: COMMENT ON VIEW instead of TABLE."""
+    if not tables:
+        return
+    statements: list[str] = []
+    for table, comment in con.execute(
+        "select table_name, comment from duckdb_tables() where database_name = ? and schema_name = 'marts' "
+        "and list_contains(?, table_name) and comment is not null and comment <> ''", [source, tables]
+    ).fetchall():
+        statements.append(f"comment on view {_ident(target)}.marts.{_ident(table)} is {_lit(comment)}")
+    for table, column, comment in con.execute(
+        "select table_name, column_name, comment from duckdb_columns() where database_name = ? "
+        "and schema_name = 'marts' and list_contains(?, table_name) and comment is not null and comment <> ''",
+        [source, tables]
+    ).fetchall():
+        statements.append(f"comment on column {_ident(target)}.marts.{_ident(table)}.{_ident(column)} "
+                          f"is {_lit(comment)}")
+    if statements:
+        con.execute(";\n".join(statements))
 
 
 def folder_size(path: Path) -> int:
@@ -188,6 +354,16 @@ def remove_tree(path: Path) -> None:
 
 def _q(path: Path | str) -> str:
     return str(path).replace("'", "''")
+
+
+def _lit(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + str(name).replace('"', '""') + '"'
 
 
 def _safe(value: str) -> str:

@@ -1,10 +1,11 @@
 -- grain: one row per (cluster, hour_ts, namespace, service, pod_uid)
--- LoadBalancer service -> pods by the Kubernetes API snapshot's Service selector, for the cluster-hours whose
+-- LoadBalancer service -> pods by a Kubernetes API snapshot's Service selector, for the cluster-hours whose
 -- coverage says kube_endpoint_address was absent (kube-state-metrics < 2.6 or its endpoints collector off).
--- A pod is selected when it is in the service's namespace in that hour and every key of the selector has the
--- selector's value in the pod's labels: its kube-state-metrics labels of that hour (original or sanitised key)
--- first, else its snapshot labels. An empty or unknown selector selects nothing. The selector is the snapshot's
--- (current, not historical), so the rows carry that snapshot's hour and the models flag them.
+-- The selector is the service's snapshot nearest in time to the hour (ties: the earlier one), which for a backfill
+-- may be one taken after it. A pod is selected when it is in the service's namespace in that hour and every key of
+-- the selector has the selector's value in the pod's labels: its kube-state-metrics labels of that hour (original or
+-- sanitised key) first, else the labels of its own nearest snapshot. An empty or unknown selector selects nothing.
+-- A snapshot's selector need not be the hour's, so the models flag these rows (lb_pods_from_selector).
 with endpoints_absent as (
     select cluster, hour_ts
     from {{ ref('stg_metrics__metric_coverage_hours') }}
@@ -22,75 +23,109 @@ service_hours as (
         on endpoints_absent.cluster = services.cluster and endpoints_absent.hour_ts = services.hour_ts
 ),
 
-snapshot_services as (
-    select cluster, namespace, service, selector, selector_snapshot_hour_ts
+snapshots as (
+    select * from {{ ref('stg_kubernetes__object_snapshots') }}
+    where kind in ('Service', 'Pod')
+),
+
+service_selectors as (
+    select cluster, hour_ts, namespace, service, selector, selector_snapshot_hour_ts
     from (
         select
-            cluster,
-            namespace,
-            name as service,
-            {{ json_value_text('spec', 'selector') }} as selector,
-            snapshot_hour_ts as selector_snapshot_hour_ts,
-            row_number() over (partition by cluster, namespace, name order by snapshot_hour_ts desc, uid) as recency
-        from {{ ref('stg_kubernetes__objects') }}
-        where kind = 'Service'
+            service_hours.cluster,
+            service_hours.hour_ts,
+            service_hours.namespace,
+            service_hours.service,
+            {{ json_value_text('snapshots.spec', 'selector') }} as selector,
+            snapshots.snapshot_hour_ts as selector_snapshot_hour_ts,
+            row_number() over (
+                partition by service_hours.cluster, service_hours.hour_ts, service_hours.namespace,
+                             service_hours.service
+                order by abs({{ seconds_between('service_hours.hour_ts', 'snapshots.snapshot_hour_ts') }}),
+                         snapshots.snapshot_hour_ts, snapshots.uid
+            ) as nearest
+        from service_hours
+        join snapshots
+            on snapshots.kind = 'Service' and snapshots.cluster = service_hours.cluster
+            and snapshots.namespace = service_hours.namespace and snapshots.name = service_hours.service
     ) as ranked
-    where recency = 1
+    where nearest = 1
 ),
 
 selector_terms as (
     select
         cluster,
+        hour_ts,
         namespace,
         service,
         selector_snapshot_hour_ts,
         selector_key,
         {{ json_text_expr('selector', 'selector_key') }} as selector_value,
-        count(*) over (partition by cluster, namespace, service) as selector_terms
+        count(*) over (partition by cluster, hour_ts, namespace, service) as selector_terms
     from (
-        select snapshot_services.*, {{ unnest_json_keys('selector') }} as selector_key
-        from snapshot_services
+        select service_selectors.*, {{ unnest_json_keys('selector') }} as selector_key
+        from service_selectors
     ) as keyed
+),
+
+candidate_pods as (
+    select pods.cluster, pods.hour_ts, pods.namespace, pods.pod_uid, pods.labels as metric_labels
+    from {{ ref('stg_metrics__pod_hours') }} as pods
+    where exists (
+        select 1 from selector_terms
+        where selector_terms.cluster = pods.cluster and selector_terms.hour_ts = pods.hour_ts
+        and selector_terms.namespace = pods.namespace
+    )
+),
+
+pod_snapshot_labels as (
+    select cluster, hour_ts, pod_uid, labels as snapshot_labels
+    from (
+        select
+            candidate_pods.cluster,
+            candidate_pods.hour_ts,
+            candidate_pods.pod_uid,
+            snapshots.labels,
+            row_number() over (
+                partition by candidate_pods.cluster, candidate_pods.hour_ts, candidate_pods.pod_uid
+                order by abs({{ seconds_between('candidate_pods.hour_ts', 'snapshots.snapshot_hour_ts') }}),
+                         snapshots.snapshot_hour_ts
+            ) as nearest
+        from candidate_pods
+        join snapshots
+            on snapshots.kind = 'Pod' and snapshots.cluster = candidate_pods.cluster
+            and snapshots.uid = candidate_pods.pod_uid
+    ) as ranked
+    where nearest = 1
 ),
 
 pods as (
     select
-        pods.cluster,
-        pods.hour_ts,
-        pods.namespace,
-        pods.pod_uid,
-        pods.labels as metric_labels,
-        coalesce(k8s_pod.labels, '{}') as snapshot_labels
-    from {{ ref('stg_metrics__pod_hours') }} as pods
-    left join {{ ref('stg_kubernetes__objects') }} as k8s_pod
-        on k8s_pod.cluster = pods.cluster and k8s_pod.kind = 'Pod' and k8s_pod.uid = pods.pod_uid
-    where exists (
-        select 1 from service_hours
-        where service_hours.cluster = pods.cluster and service_hours.hour_ts = pods.hour_ts
-        and service_hours.namespace = pods.namespace
-    )
+        candidate_pods.*,
+        coalesce(pod_snapshot_labels.snapshot_labels, '{}') as snapshot_labels
+    from candidate_pods
+    left join pod_snapshot_labels
+        on pod_snapshot_labels.cluster = candidate_pods.cluster and pod_snapshot_labels.hour_ts = candidate_pods.hour_ts
+        and pod_snapshot_labels.pod_uid = candidate_pods.pod_uid
 ),
 
 matched_terms as (
     select
-        service_hours.cluster,
-        service_hours.hour_ts,
-        service_hours.namespace,
-        service_hours.service,
+        selector_terms.cluster,
+        selector_terms.hour_ts,
+        selector_terms.namespace,
+        selector_terms.service,
         pods.pod_uid,
         max(selector_terms.selector_snapshot_hour_ts) as selector_snapshot_hour_ts,
         max(selector_terms.selector_terms) as selector_terms,
         count(*) as terms_matched
-    from service_hours
-    join selector_terms
-        on selector_terms.cluster = service_hours.cluster and selector_terms.namespace = service_hours.namespace
-        and selector_terms.service = service_hours.service
+    from selector_terms
     join pods
-        on pods.cluster = service_hours.cluster and pods.hour_ts = service_hours.hour_ts
-        and pods.namespace = service_hours.namespace
+        on pods.cluster = selector_terms.cluster and pods.hour_ts = selector_terms.hour_ts
+        and pods.namespace = selector_terms.namespace
     where {{ label_value_expr(['pods.metric_labels', 'pods.snapshot_labels'], 'selector_terms.selector_key') }}
         = selector_terms.selector_value
-    group by service_hours.cluster, service_hours.hour_ts, service_hours.namespace, service_hours.service,
+    group by selector_terms.cluster, selector_terms.hour_ts, selector_terms.namespace, selector_terms.service,
              pods.pod_uid
 ),
 

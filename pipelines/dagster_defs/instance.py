@@ -1,0 +1,189 @@
+"""The local Dagster instance the CLI runs on: created under a file lock, checked, repaired on request.
+
+Two `kubeledger materialize` started at the same instant on a new warehouse used to create Dagster's SQLite
+storages together, each stamping its own `alembic_version` row; every later start then failed with "more than one
+head". Creation, migration and the release of orphaned runs now happen under an exclusive lock on
+`<DAGSTER_HOME>/.kubeledger-instance.lock`, and a storage found inconsistent is reported with the repair command
+(`kubeledger repair-instance`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pipelines import PROJECT_ROOT
+from pipelines.settings import Settings
+
+RUN_PID_TAG = "kubeledger/pid"
+RUN_HOST_TAG = "kubeledger/host"
+LOCK_NAME = ".kubeledger-instance.lock"
+
+
+class InstanceError(RuntimeError):
+    """The Dagster instance cannot be used as it is; the message says how to repair it."""
+
+
+def dagster_home(settings: Settings) -> Path:
+    return Path(os.environ.get("DAGSTER_HOME") or settings.warehouse_path.parent / "dagster")
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """Local run storage under the warehouse folder, with the repo's instance defaults (telemetry off, one writer)."""
+    home = dagster_home(settings)
+    home.mkdir(parents=True, exist_ok=True)
+    target = home / "dagster.yaml"
+    if not target.exists():
+        tmp = home / f".dagster.yaml.{os.getpid()}.tmp"
+        shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", tmp)
+        os.replace(tmp, target)  # never a half-written file for a concurrent reader
+    os.environ["DAGSTER_HOME"] = str(home)
+    os.environ.setdefault("KUBELEDGER_DAGSTER_STORAGE", str(home / "storage"))
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    return home
+
+
+@contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / LOCK_NAME, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def storage_problems(home: Path) -> list[str]:
+    """SQLite storages whose alembic version table does not hold exactly one version."""
+    problems = []
+    for db in sorted(home.rglob("*.db")):
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+            try:
+                rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue  # no version table (yet): Dagster creates it
+        if len(rows) > 1:
+            problems.append(f"{db}: {len(rows)} alembic_version rows {sorted(r[0] for r in rows)}")
+    return problems
+
+
+def alembic_head() -> str:
+    """The schema version this Dagster writes (its alembic scripts' head; one script folder for all storages)."""
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+    from dagster._core.storage.sql import get_alembic_config
+
+    return str(ScriptDirectory.from_config(get_alembic_config(sqlite_schedule_storage.__file__))
+               .as_revision_number("head"))
+
+
+def repair_instance(home: Path, log: Callable[[str], Any] = print) -> int:
+    """Keep only the current head in every alembic_version table that holds several versions (what two
+    processes creating a storage together leave: one stamps head, the other an older revision). Returns the number
+    of storages repaired; one whose versions do not include the head is reported, not touched."""
+    head = alembic_head()
+    repaired = 0
+    with instance_lock(home):
+        for db in sorted(home.rglob("*.db")):
+            con = sqlite3.connect(str(db), timeout=30)
+            try:
+                try:
+                    versions = [r[0] for r in con.execute("SELECT version_num FROM alembic_version").fetchall()]
+                except sqlite3.Error:
+                    continue
+                if len(versions) <= 1:
+                    continue
+                if head not in versions:
+                    log(f"  {db}: versions {sorted(versions)} do not include this Dagster's head {head}; move the "
+                        "file aside to let Dagster recreate it (the run history in it is lost)")
+                    continue
+                with con:
+                    con.execute("DELETE FROM alembic_version WHERE version_num <> ?", [head])
+                repaired += 1
+                log(f"  {db}: kept the head version {head} (removed {len(versions) - 1} other row(s))")
+            finally:
+                con.close()
+    return repaired
+
+
+def open_instance(settings: Settings, log: Callable[[str], Any] = print) -> Any:
+    """The Dagster instance, created or migrated under the lock, with runs of dead CLI processes released."""
+    import dagster as dg
+
+    home = prepare_dagster_home(settings)
+    with instance_lock(home):
+        problems = storage_problems(home)
+        if problems:
+            raise InstanceError("Dagster's instance storage is inconsistent: " + "; ".join(problems)
+                                + ". Repair it with: kubeledger repair-instance")
+        try:
+            instance = dg.DagsterInstance.get()
+            # touch every storage now, so any creation or migration happens while we hold the lock
+            instance.get_runs(limit=1)
+            instance.all_instigator_state()
+            instance.event_log_storage.get_concurrency_keys()
+        except Exception as exc:
+            if "more than one head" in str(exc) or "alembic" in str(exc).lower():
+                raise InstanceError(f"Dagster's instance storage under {home} is inconsistent ({exc}). "
+                                    "Repair it with: kubeledger repair-instance") from exc
+            raise
+        release_orphaned_runs(instance, log)
+    return instance
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_orphaned_runs(instance, log=print) -> list[str]:
+    """Fail the runs of `kubeledger` processes that are gone and free their pool slots.
+
+    A CLI run killed mid-way (SIGKILL, OOM killer, reboot) stays STARTED in the run storage and keeps its
+    `duckdb_writer` pool slot; with no daemon to notice, every later run waits for that slot forever. Runs this CLI
+    started on this host (tagged with its pid) whose process no longer exists are marked failed and their slots
+    freed, as are the slots still held by any run that has already finished (or no longer exists). Runs of live
+    processes and runs launched by `dagster dev` (no pid tag) are left alone."""
+    import dagster as dg
+    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+
+    released: list[str] = []
+    in_progress = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                   dg.DagsterRunStatus.CANCELING]
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=in_progress)):
+        pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
+        if not pid or not pid.isdigit() or host != socket.gethostname() or _pid_alive(int(pid)):
+            continue
+        instance.report_run_failed(run, f"kubeledger: the process that ran this run (pid {pid}) is gone; "
+                                        "marked failed so its duckdb_writer slot is freed")
+        released.append(run.run_id)
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        holders = set(released) | set(storage.get_concurrency_run_ids())
+        for key in storage.get_concurrency_keys():
+            holders.update(slot.run_id for slot in storage.get_concurrency_info(key).claimed_slots)
+        runs = instance.get_runs(filters=dg.RunsFilter(run_ids=list(holders))) if holders else []
+        live = {r.run_id for r in runs if r.status not in FINISHED_STATUSES}
+        for run_id in sorted(holders - live):  # finished, or deleted from the run storage
+            storage.free_concurrency_slots_for_run(run_id)
+    if released:
+        log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")
+    return released
+
+

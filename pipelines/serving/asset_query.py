@@ -1,0 +1,239 @@
+"""Parameters of the asset endpoints (Kubecost /model/assets, OpenCost /assets, /assets/carbon) → AssetQuery.
+
+Asset properties follow OpenCost's AssetProperties: category, provider, account, project, service, cluster, name,
+providerID, plus the asset type. Aggregation keys and the v2 asset filter compile to SQL over the columns the
+asset relation (assets.py) exposes: asset_type, category, prov, account, project, service, cluster, asset_name,
+provider_id. Every value is a bound parameter; field names come from allow-lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pipelines.serving.aggregates import Params
+from pipelines.serving.errors import QueryError
+from pipelines.serving.filters import MAX_FILTER_CHARS, MAX_VALUES, Condition, Group, Node, tokenize
+from pipelines.serving.params import filter_quote, param_int, param_list, tolerance_notes
+from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
+
+UNDEFINED = "__undefined__"  # OpenCost's key segment for an empty property
+MAX_LIMIT = 100_000
+# aggregate / filter name → column of the asset relation; fields compared without case are marked True
+PROPERTIES: dict[str, tuple[str, bool]] = {
+    "type": ("asset_type", True), "assettype": ("asset_type", True), "category": ("category", True),
+    "provider": ("prov", True), "account": ("account", False), "project": ("project", False),
+    "service": ("service", False), "cluster": ("cluster", False), "name": ("asset_name", False),
+    "providerid": ("provider_id", False),
+}
+# OpenCost's default asset key (no aggregate): every property, in this order
+DEFAULT_KEY = ("provider", "account", "project", "category", "cluster", "type", "service", "providerid", "name")
+AGGREGATE_ALLOWED = ("use a comma list of type, cluster, provider, account, project, providerID, category, "
+                     "service, name, label:<key>; empty for one key per asset")
+FILTER_FIELDS = ("assetType (type), name, category, cluster, provider, providerID, account, project, service, "
+                 "label[<key>]")
+FILTER_ALLOWED = (f"use field op \"value\"[,\"value\"…] joined by + (and) or | (or), parentheses to mix; fields: "
+                  f"{FILTER_FIELDS}; ops: : !: ~: !~: <~: !<~: ~>: !~>:")
+# Kubecost v1 filter parameters → asset filter fields
+LEGACY_FILTERS = {"filterTypes": "assetType", "filterProviders": "provider", "filterClusters": "cluster",
+                  "filterCategories": "category", "filterServices": "service", "filterAccounts": "account",
+                  "filterProjects": "project", "filterProviderIDs": "providerID", "filterNames": "name"}
+IMPLEMENTED = {"window", "aggregate", "accumulate", "accumulateBy", "step", "filter", "offset", "limit", "format",
+               "strict", *LEGACY_FILTERS}
+IGNORED = {
+    "disableAdjustments": "kubeledger does not reconcile with cloud bills; every adjustment is 0",
+    "shareIdle": "assets have no idle to share",
+    "resolution": "the store is daily; resolution has no effect",
+    "details": "every asset already carries its details",
+    "external": "kubeledger has no out-of-cluster costs",
+    "costMetric": "asset costs are cumulative over each set's window",
+}
+
+
+def _err(raw: str, why: str) -> QueryError:
+    return QueryError("filter", raw, f"{why}; {FILTER_ALLOWED}")
+
+
+class _Parser:
+    """filter := element (('+'|'|') element)*; element := field[key] op "v"[,"v"…] | '(' filter ')'."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.toks = tokenize(raw)
+        self.i = 0
+
+    def peek(self) -> Any:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, kind: str, what: str) -> Any:
+        t = self.peek()
+        if t is None or t.kind != kind:
+            raise _err(self.raw, f"expected {what} " + (f"at character {t.pos + 1}" if t else "at the end"))
+        self.i += 1
+        return t
+
+    def filter(self, depth: int) -> Node:
+        if depth > 32:
+            raise _err(self.raw, "more than 32 nested parentheses")
+        items, op = [self.element(depth)], None
+        while (t := self.peek()) is not None and t.kind in "+|":
+            if op is not None and t.kind != op:
+                raise _err(self.raw, f"mixing + and | needs parentheses (character {t.pos + 1})")
+            op = t.kind
+            self.i += 1
+            items.append(self.element(depth))
+        return items[0] if op is None else Group(op, tuple(items))
+
+    def element(self, depth: int) -> Node:
+        t = self.peek()
+        if t is not None and t.kind == "(":
+            self.i += 1
+            node = self.filter(depth + 1)
+            self.take(")", "')'")
+            return node
+        name = self.take("ident", "a field name").text
+        key = None
+        if (k := self.peek()) is not None and k.kind == "key":
+            self.i += 1
+            key = k.text
+        op = self.take("op", "an operator").text
+        values = [self.take("str", 'a quoted value "…"').text]
+        while (t := self.peek()) is not None and t.kind == ",":
+            self.i += 1
+            values.append(self.take("str", 'a quoted value "…"').text)
+            if len(values) > MAX_VALUES:
+                raise _err(self.raw, f"more than {MAX_VALUES} values")
+        low = name.lower()
+        if low == "label":
+            if key is None and op not in (":", "!:"):
+                raise _err(self.raw, "label without [key] tests for a key and takes only : or !:")
+            return Condition("label", key, op, tuple(values))
+        if low not in PROPERTIES:
+            raise _err(self.raw, f"unknown field {name!r}")
+        if key is not None:
+            raise _err(self.raw, f"{name} takes no [key]")
+        return Condition(low, None, op, tuple(values))
+
+
+def parse_asset_filter(raw: str | None) -> Node | None:
+    if raw is None or not raw.strip():
+        return None
+    if len(raw) > MAX_FILTER_CHARS:
+        raise QueryError("filter", raw, f"at most {MAX_FILTER_CHARS} characters")
+    p = _Parser(raw)
+    node = p.filter(0)
+    if (t := p.peek()) is not None:
+        raise _err(raw, f"unexpected {t.text!r} at character {t.pos + 1}")
+    return node
+
+
+def _test(op: str, expr: str, ref: str) -> str:
+    base = op.lstrip("!")
+    return {":": f"({expr} = {ref})", "~:": f"contains({expr}, {ref})", "<~:": f"starts_with({expr}, {ref})",
+            "~>:": f"ends_with({expr}, {ref})"}[base]
+
+
+def compile_asset_filter(node: Node | None, params: Params) -> str:
+    if node is None:
+        return "TRUE"
+    if isinstance(node, Group):
+        joiner = " AND " if node.op == "+" else " OR "
+        return "(" + joiner.join(compile_asset_filter(i, params) for i in node.items) + ")"
+    if node.field == "label":  # assets carry no labels in the marts: a label is always missing
+        tests = ["FALSE" if node.key is None or v not in ("", UNDEFINED, "__unallocated__") else "TRUE"
+                 for v in node.values]
+    else:
+        col, fold = PROPERTIES[node.field]
+        expr = f"coalesce(nullif(CAST({col} AS VARCHAR), ''), '{UNDEFINED}')"
+        if fold:
+            expr = f"lower({expr})"
+        tests = []
+        for v in node.values:
+            v = UNDEFINED if v in ("", "__unallocated__") else v
+            tests.append(_test(node.op, expr, params.bind(v.lower() if fold else v)))
+    any_of = "(" + " OR ".join(tests) + ")"
+    return f"(NOT coalesce({any_of}, FALSE))" if node.op.startswith("!") else f"coalesce({any_of}, FALSE)"
+
+
+def key_sql(aggregate: str, params: Params) -> str:
+    """The set key of an asset: its properties joined by '/' (empty → OpenCost's per-asset key)."""
+    raw = aggregate
+    names = [n.strip() for n in aggregate.split(",")] if aggregate.strip() else list(DEFAULT_KEY)
+    if len(names) > 12 or any(not n for n in names):
+        raise QueryError("aggregate", raw, AGGREGATE_ALLOWED)
+    segments = []
+    for n in names:
+        low = n.lower()
+        if low.startswith("label:") and n[6:].strip():
+            segments.append(f"'{UNDEFINED}'")  # no asset labels in the marts
+        elif low in PROPERTIES:
+            segments.append(f"coalesce(nullif(CAST({PROPERTIES[low][0]} AS VARCHAR), ''), '{UNDEFINED}')")
+        else:
+            raise QueryError("aggregate", raw, AGGREGATE_ALLOWED)
+    return segments[0] if len(segments) == 1 else "(" + " || '/' || ".join(segments) + ")"
+
+
+def _legacy_filter(params: dict[str, str]) -> str:
+    filt = params.get("filter", "") or ""
+    terms = [f"{fld}:{','.join(filter_quote(v) for v in param_list(params.get(p)))}"
+             for p, fld in LEGACY_FILTERS.items() if param_list(params.get(p))]
+    if terms:
+        filt = "+".join([f"({filt})"] * bool(filt.strip()) + terms)
+    return filt
+
+
+@dataclass
+class AssetQuery:
+    window: str
+    aggregate: str = ""
+    filter: str = ""
+    step: str | None = None
+    accumulate: str | None = None
+    offset: int = 0
+    limit: int | None = None
+    format: str = "json"
+    notes: tuple[str, ...] = ()
+    now: datetime | None = None
+    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def validate(self) -> dict[str, Any]:
+        if self._checked:
+            return self._checked
+        if self.format not in ("json", "csv"):
+            raise QueryError("format", self.format, "use json or csv")
+        if not 0 <= self.offset <= MAX_LIMIT:
+            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
+        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
+            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
+        win = parse_window(self.window, self.now)
+        span: DaySpan = answerable_days(win, self.now, self.window)
+        accumulate = "all" if self.format == "csv" else self.accumulate
+        steps = step_bounds(Window(span.start, max(span.end, span.start + timedelta(days=1))), self.step, accumulate)
+        params = Params()
+        key = key_sql(self.aggregate, params)
+        where = compile_asset_filter(parse_asset_filter(self.filter), params)
+        self._checked = {"span": span, "steps": [] if span.empty else steps, "params": params, "key_sql": key,
+                         "filter_sql": where}
+        return self._checked
+
+
+def asset_query_from_params(params: dict[str, str], flavor: str) -> AssetQuery:
+    """flavor: kubecost (/model/assets: sets per step), opencost (/assets: one accumulated set) or carbon."""
+    notes = tolerance_notes(params, IMPLEMENTED, IGNORED, ("disableAdjustments",))
+    fmt = params.get("format", "json") or "json"
+    if fmt not in ("json", "csv") or (fmt == "csv" and flavor == "carbon"):
+        raise QueryError("format", fmt, "use json" + (" or csv" if flavor != "carbon" else ""))
+    accumulate = params.get("accumulateBy") or params.get("accumulate")
+    if flavor != "kubecost":  # OpenCost's /assets and /assets/carbon answer one AssetSet for the window
+        partial = accumulate and accumulate.strip().lower() not in ("true", "all", "1", "t")
+        if (partial or params.get("step")) and flavor == "opencost":
+            notes.append("accumulate/step: /assets answers one set for the window (use /model/assets for sets)")
+        accumulate, step = "all", None
+    else:
+        step = params.get("step")
+    return AssetQuery(window=params.get("window", ""), aggregate=params.get("aggregate", "") or "",
+                      filter=_legacy_filter(params), step=step, accumulate=accumulate,
+                      offset=param_int(params, "offset") or 0, limit=param_int(params, "limit"), format=fmt,
+                      notes=tuple(notes))
+
