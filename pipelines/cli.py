@@ -35,6 +35,8 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
 
     if cluster is not None:
         settings.cluster(cluster)  # fail early with the list of configured clusters
+    for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
+        folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
     instance = open_instance(settings, log)
     defs = build_definitions(settings)
     own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
@@ -74,24 +76,27 @@ def print_top_namespaces(settings: Settings, day: date, limit: int = 10) -> None
     import duckdb
 
     con = duckdb.connect(str(settings.serving_path), read_only=True)
+    # the BI view, so the demo, BI tools and the API agree: __idle__ and __unmounted__ are rows of their own
     rows = con.execute(
         """
-        select coalesce(namespace, '__idle__') as ns, sum(total_cost), sum(energy_kwh), sum(co2e_total_g),
-               bool_or(is_estimated)
-        from marts.fct_allocation_daily where usage_date = ?
+        select namespace, sum(total_cost), sum(energy_kwh), sum(co2e_total_g), bool_or(is_estimated)
+        from bi.namespace_daily where usage_date = ?
         group by 1 order by 2 desc limit ?
         """, [day, limit]).fetchall()
     totals = con.execute(
-        "select sum(total_cost), sum(energy_kwh), sum(co2e_total_g), sum(idle_cost), avg(co2e_estimated_share) "
-        "from marts.fct_cluster_daily where usage_date = ?", [day]).fetchone()
+        "select sum(total_cost), sum(energy_kwh), sum(co2e_total_g), "
+        "sum(total_cost) filter (where namespace = '__idle__') from bi.namespace_daily where usage_date = ?",
+        [day]).fetchone()
+    share = con.execute("select avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date = ?",
+                        [day]).fetchone()
     con.close()
     print(f"\nTop {limit} namespaces on {day} (all clusters; '*' = includes estimated values)")
     print(f"{'namespace':<24}{'cost USD':>12}{'energy kWh':>12}{'CO2e g':>12}")
     for ns, cost, kwh, co2e, est in rows:
         print(f"{ns:<24}{cost:>12.4f}{kwh:>12.4f}{co2e:>12.1f}{' *' if est else ''}")
     if totals and totals[0] is not None:
-        print(f"{'cluster total':<24}{totals[0]:>12.4f}{totals[1]:>12.4f}{totals[2]:>12.1f}")
-        print(f"idle cost {totals[3]:.4f} USD; estimated share of CO2e {totals[4]:.1%}")
+        print(f"{'all namespaces':<24}{totals[0]:>12.4f}{totals[1]:>12.4f}{totals[2]:>12.1f}")
+        print(f"idle cost {totals[3] or 0:.4f} USD; estimated share of CO2e {(share[0] if share else 0) or 0:.1%}")
     print(f"\nwarehouse: {settings.warehouse_path}\nserving copy (for BI tools): {settings.serving_path}")
 
 

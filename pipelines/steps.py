@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -293,10 +292,6 @@ def warehouse_env(settings: Settings) -> dict[str, str]:
         "KUBELEDGER_DUCKDB_MEMORY": settings.warehouse.memory_limit,
         "DO_NOT_TRACK": "1",
     }
-
-
-def ensure_dirs(settings: Settings) -> None:
-    Path(settings.warehouse_path).parent.mkdir(parents=True, exist_ok=True)
 
 
 __all__ = [

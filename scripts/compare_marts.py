@@ -39,7 +39,7 @@ def compare_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, rel: 
     agg = ", ".join([*keys, "count(*) AS _n", *[f"sum({c}) AS {c}" for c in nums]])
     group = f"GROUP BY {', '.join(keys)}" if keys else ""
     on = " AND ".join([f"x.{k} IS NOT DISTINCT FROM y.{k}" for k in keys]) or "TRUE"
-    diff = [f"x._n IS DISTINCT FROM y._n"] + [
+    diff = ["x._n IS DISTINCT FROM y._n"] + [
         f"(x.{c} IS NULL) <> (y.{c} IS NULL) OR abs(x.{c} - y.{c}) > {rel} * greatest(abs(x.{c}), abs(y.{c}), 1e-300)"
         for c in nums]
     sql = (f"WITH x AS (SELECT {agg} FROM a.{schema}.{_quote(table)} {group}), "  # noqa: S608 - catalog names

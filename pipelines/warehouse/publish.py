@@ -93,20 +93,20 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
 
 
-def copy_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str]) -> int:
-    """COMMENT ON each table of schema marts in catalog `target` and on its columns, as in catalog `source`.
-
-    Only columns present in both get a comment; returns how many comments were written."""
+def copy_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str],
+                  kind: str = "table") -> int:
+    """COMMENT ON each table of schema marts in catalog `target` (a view there with kind="view") and on each of its
+    columns that also exists in `source`, as in catalog `source`; returns how many comments were written."""
     if not tables:
         return 0
+    assert kind in ("table", "view")
     statements: list[str] = []
     rows = con.execute(
-        "select table_name, comment from duckdb_tables() "
-        "where database_name = ? and schema_name = 'marts' and list_contains(?, table_name)", [source, tables]
+        "select table_name, comment from duckdb_tables() where database_name = ? and schema_name = 'marts' "
+        "and list_contains(?, table_name) and comment is not null and comment <> ''", [source, tables]
     ).fetchall()
     for table, comment in rows:
-        if comment:
-            statements.append(f"comment on table {_ident(target)}.marts.{_ident(table)} is {_lit(comment)}")
+        statements.append(f"comment on {kind} {_ident(target)}.marts.{_ident(table)} is {_lit(comment)}")
     rows = con.execute(
         "select s.table_name, s.column_name, s.comment from duckdb_columns() s "
         "join duckdb_columns() t on t.table_name = s.table_name and t.column_name = s.column_name "
@@ -227,7 +227,8 @@ def export_parquet(working_path: Path, parquet_root: Path, days: list[date],
 
     The files hold every mart column but `cluster` (it is the partition); `namespace` is never NULL in them: idle
     rows are `__idle__`, unmounted volumes without a namespace `__unmounted__`, a workload row without one
-    `__unallocated__` (the allocation API's names; the marts keep NULL)."""
+    `__unallocated__`, a shared pool without recipient `__shared__` (the allocation API's names; the marts keep
+    NULL)."""
     written: dict[str, int] = {}
     started = time.time()
     con = duckdb.connect(str(working_path), read_only=True)
@@ -307,7 +308,7 @@ def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path 
                 continue
             con.execute(f"create view lake.marts.{_ident(table)} as {lake_view_sql(parquet_root, table, columns)}")
             made.append(table)
-        _copy_view_comments(con, "working", "lake", made)
+        copy_comments(con, "working", "lake", made, kind="view")
         con.execute("detach working")
         con.execute("use lake")
         create_bi_views(con, "lake", set(made))
@@ -321,27 +322,6 @@ def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path 
     con.close()
     os.replace(tmp, lake_path)
     return lake_path
-
-
-def _copy_view_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str]) -> None:
-    """copy_comments for views: COMMENT ON VIEW instead of TABLE."""
-    if not tables:
-        return
-    statements: list[str] = []
-    for table, comment in con.execute(
-        "select table_name, comment from duckdb_tables() where database_name = ? and schema_name = 'marts' "
-        "and list_contains(?, table_name) and comment is not null and comment <> ''", [source, tables]
-    ).fetchall():
-        statements.append(f"comment on view {_ident(target)}.marts.{_ident(table)} is {_lit(comment)}")
-    for table, column, comment in con.execute(
-        "select table_name, column_name, comment from duckdb_columns() where database_name = ? "
-        "and schema_name = 'marts' and list_contains(?, table_name) and comment is not null and comment <> ''",
-        [source, tables]
-    ).fetchall():
-        statements.append(f"comment on column {_ident(target)}.marts.{_ident(table)}.{_ident(column)} "
-                          f"is {_lit(comment)}")
-    if statements:
-        con.execute(";\n".join(statements))
 
 
 def folder_size(path: Path) -> int:

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.serving.server import make_server
 from pipelines.serving.cli import run_allocation_cli
 from pipelines.serving.engine import MACRO_PATH, AllocationQuery, query_allocations
+from pipelines.serving.server import make_server
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows, random_rows
 

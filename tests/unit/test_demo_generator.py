@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.settings import ClusterSettings, DemoSettings
 from pipelines.sources import demo
+from pipelines.sources.base import OPTIONAL_SERIES
 from pipelines.sources.demo import demo_carbon_intensity, demo_zones, extract_demo_hours
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import METRICS_TABLES, replace_partitions, table_columns
@@ -164,6 +165,14 @@ def test_volumes_and_services(day: dict[str, pd.DataFrame]) -> None:
     assert lb["ingress"].notna().all() and lb.groupby("service")["pod_uid"].count().gt(1).any()
     assert lb["pod_uid"].isna().any()  # a LoadBalancer selecting no pod at some hours
     assert set(lb["pod_uid"].dropna()) <= set(day["pod_hours"]["pod_uid"])
+
+
+def test_optional_series_coverage(day: dict[str, pd.DataFrame]) -> None:
+    """The demo simulates KSM >= 2.6, network-costs and dcgm-exporter: every optional series is there every hour."""
+    cov = day["metric_coverage_hours"]
+    assert len(cov) == 24 * len(OPTIONAL_SERIES) and set(cov["metric"]) == set(OPTIONAL_SERIES)
+    assert (cov["series_count"] > 0).all()
+    assert extract_demo_hours(CLUSTER, DAY[:2]).metadata["absent_series"] == {}
 
 
 def test_burst_hour_exceeds_node_capacity_in_demand(day: dict[str, pd.DataFrame]) -> None:
