@@ -33,13 +33,13 @@ SHAPES = [
 ]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _rss_mb(pid: int) -> float:
+def rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", default="1,8,32")
     ap.add_argument("--requests", type=int, default=200, help="requests per level and kind")
     a = ap.parse_args(argv)
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="kubeledger-bench-api-") as tmp:
         cfg = Path(tmp) / "kubeledger.yaml"
         cfg.write_text(f"warehouse:\n  serving_path: {a.serving.resolve()}\n  path: {Path(tmp) / 'unused.duckdb'}\n")
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
             def sample() -> None:
                 while not stop.is_set():
-                    peak[0] = max(peak[0], _rss_mb(proc.pid))
+                    peak[0] = max(peak[0], rss_mb(proc.pid))
                     time.sleep(0.05)
 
             threading.Thread(target=sample, daemon=True).start()

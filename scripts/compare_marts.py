@@ -29,18 +29,20 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def compare_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, rel: float, show: int) -> list[str]:
+def compare_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, rel: float, show: int,
+                  abs_tol: float = 0.0, skip: tuple[str, ...] = ()) -> list[str]:
     before, after = _columns(con, "a", schema, table), _columns(con, "b", schema, table)
     if [c for c, _ in before] != [c for c, _ in after]:
         return [f"{table}: columns differ: only before {sorted(set(before) - set(after))}, "
                 f"only after {sorted(set(after) - set(before))}"]
-    keys = [_quote(c) for c, t in before if t.upper() not in FLOAT_TYPES]
-    nums = [_quote(c) for c, t in before if t.upper() in FLOAT_TYPES]
+    keys = [_quote(c) for c, t in before if t.upper() not in FLOAT_TYPES and c not in skip]
+    nums = [_quote(c) for c, t in before if t.upper() in FLOAT_TYPES and c not in skip]
     agg = ", ".join([*keys, "count(*) AS _n", *[f"sum({c}) AS {c}" for c in nums]])
     group = f"GROUP BY {', '.join(keys)}" if keys else ""
     on = " AND ".join([f"x.{k} IS NOT DISTINCT FROM y.{k}" for k in keys]) or "TRUE"
     diff = ["x._n IS DISTINCT FROM y._n"] + [
-        f"(x.{c} IS NULL) <> (y.{c} IS NULL) OR abs(x.{c} - y.{c}) > {rel} * greatest(abs(x.{c}), abs(y.{c}), 1e-300)"
+        f"(x.{c} IS NULL) <> (y.{c} IS NULL) OR abs(x.{c} - y.{c}) > "
+        f"greatest({rel} * greatest(abs(x.{c}), abs(y.{c})), {abs_tol}, 1e-300)"
         for c in nums]
     sql = (f"WITH x AS (SELECT {agg} FROM a.{schema}.{_quote(table)} {group}), "  # noqa: S608 - catalog names
            f"y AS (SELECT {agg} FROM b.{schema}.{_quote(table)} {group}) "
@@ -58,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("after")
     p.add_argument("--rel", type=float, default=1e-12, help="relative tolerance for floating-point columns")
     p.add_argument("--schema", default="marts")
+    p.add_argument("--abs", type=float, default=0.0, dest="abs_tol",
+                   help="absolute tolerance as well (float noise around zero, e.g. 1e-9)")
+    p.add_argument("--skip", default="", help="comma list of columns left out of the comparison")
     p.add_argument("--show", type=int, default=3, help="differing groups printed per table")
     a = p.parse_args(argv)
     con = duckdb.connect()
@@ -69,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     problems: list[str] = []
     for t in tables:
         n = con.execute(f"SELECT count(*) FROM a.{a.schema}.{_quote(t)}").fetchone()  # noqa: S608
-        found = compare_table(con, a.schema, t, a.rel, a.show)
+        found = compare_table(con, a.schema, t, a.rel, a.show, a.abs_tol,
+                              tuple(x.strip() for x in a.skip.split(",") if x.strip()))
         print(f"{t:32s} {n[0] if n else 0:>10,} rows  {'DIFFERENT' if found else 'identical'}")
         problems += found
     for line in problems:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pipelines.serving.aggregates import Params
 from pipelines.serving.errors import QueryError
-from pipelines.serving.filters import MAX_FILTER_CHARS, MAX_VALUES, Condition, Group, Node, tokenize
+from pipelines.serving.filters import Condition, Group, Node, parse_filter
 from pipelines.serving.params import filter_quote, param_int, param_list, tolerance_notes
 from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
 
@@ -55,77 +55,22 @@ def _err(raw: str, why: str) -> QueryError:
     return QueryError("filter", raw, f"{why}; {FILTER_ALLOWED}")
 
 
-class _Parser:
-    """filter := element (('+'|'|') element)*; element := field[key] op "v"[,"v"…] | '(' filter ')'."""
-
-    def __init__(self, raw: str) -> None:
-        self.raw = raw
-        self.toks = tokenize(raw)
-        self.i = 0
-
-    def peek(self) -> Any:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self, kind: str, what: str) -> Any:
-        t = self.peek()
-        if t is None or t.kind != kind:
-            raise _err(self.raw, f"expected {what} " + (f"at character {t.pos + 1}" if t else "at the end"))
-        self.i += 1
-        return t
-
-    def filter(self, depth: int) -> Node:
-        if depth > 32:
-            raise _err(self.raw, "more than 32 nested parentheses")
-        items, op = [self.element(depth)], None
-        while (t := self.peek()) is not None and t.kind in "+|":
-            if op is not None and t.kind != op:
-                raise _err(self.raw, f"mixing + and | needs parentheses (character {t.pos + 1})")
-            op = t.kind
-            self.i += 1
-            items.append(self.element(depth))
-        return items[0] if op is None else Group(op, tuple(items))
-
-    def element(self, depth: int) -> Node:
-        t = self.peek()
-        if t is not None and t.kind == "(":
-            self.i += 1
-            node = self.filter(depth + 1)
-            self.take(")", "')'")
-            return node
-        name = self.take("ident", "a field name").text
-        key = None
-        if (k := self.peek()) is not None and k.kind == "key":
-            self.i += 1
-            key = k.text
-        op = self.take("op", "an operator").text
-        values = [self.take("str", 'a quoted value "…"').text]
-        while (t := self.peek()) is not None and t.kind == ",":
-            self.i += 1
-            values.append(self.take("str", 'a quoted value "…"').text)
-            if len(values) > MAX_VALUES:
-                raise _err(self.raw, f"more than {MAX_VALUES} values")
-        low = name.lower()
-        if low == "label":
-            if key is None and op not in (":", "!:"):
-                raise _err(self.raw, "label without [key] tests for a key and takes only : or !:")
-            return Condition("label", key, op, tuple(values))
-        if low not in PROPERTIES:
-            raise _err(self.raw, f"unknown field {name!r}")
-        if key is not None:
-            raise _err(self.raw, f"{name} takes no [key]")
-        return Condition(low, None, op, tuple(values))
+def _asset_condition(raw: str, name: str, key: str | None, op: str, values: tuple[str, ...]) -> Condition:
+    low = name.lower()
+    if low == "label":
+        if key is None and op not in (":", "!:"):
+            raise _err(raw, "label without [key] tests for a key and takes only : or !:")
+        return Condition("label", key, op, values)
+    if low not in PROPERTIES:
+        raise _err(raw, f"unknown field {name!r}")
+    if key is not None:
+        raise _err(raw, f"{name} takes no [key]")
+    return Condition(low, None, op, values)
 
 
 def parse_asset_filter(raw: str | None) -> Node | None:
-    if raw is None or not raw.strip():
-        return None
-    if len(raw) > MAX_FILTER_CHARS:
-        raise QueryError("filter", raw, f"at most {MAX_FILTER_CHARS} characters")
-    p = _Parser(raw)
-    node = p.filter(0)
-    if (t := p.peek()) is not None:
-        raise _err(raw, f"unexpected {t.text!r} at character {t.pos + 1}")
-    return node
+    """The filter language v2 (filters.py) over the asset fields."""
+    return parse_filter(raw, _asset_condition, FILTER_ALLOWED)
 
 
 def _test(op: str, expr: str, ref: str) -> str:

@@ -15,7 +15,8 @@ import duckdb
 
 from pipelines.serving.asset_query import AssetQuery
 from pipelines.serving.coverage import has_mart, mart_coverage_notes
-from pipelines.serving.engine import csv_text, require_mart
+from pipelines.serving.csvout import write_csv
+from pipelines.serving.engine import require_mart
 from pipelines.serving.windows import DaySpan
 
 TYPES = {"node": ("Node", "Compute"), "volume": ("Disk", "Storage"), "load_balancer": ("LoadBalancer", "Network"),
@@ -203,21 +204,16 @@ CSV_FIELDS = ("type", "category", "provider", "cluster", "providerID", "windowSt
 _TYPE_COST = {"Disk": "diskCost", "LoadBalancer": "loadBalancerCost", "ClusterManagement": "managementCost"}
 
 
+def _flat(a: dict[str, Any]) -> dict[str, Any]:
+    flat = {**a["properties"], "type": a["type"], "windowStart": a["window"]["start"], "windowEnd": a["window"]["end"],
+            "start": a["start"], "end": a["end"], "minutes": a["minutes"], "assetHours": a["assetHours"],
+            "totalCost": a["totalCost"], "priceSource": a["priceSource"], "isEstimated": a["isEstimated"]}
+    for f in ("cpuCost", "ramCost", "gpuCost", "diskCost", "loadBalancerCost", "managementCost"):
+        flat[f] = a.get(f, a["totalCost"] if _TYPE_COST.get(a["type"]) == f else 0.0)
+    return flat
+
+
 def assets_csv(sets: list[dict[str, dict[str, Any]]]) -> str:
     """One row per key and set: the key, then the fields (the cost columns a type does not have are 0)."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["name", *CSV_FIELDS])
-    for assets in sets:
-        for key, a in assets.items():
-            flat = {**a["properties"], "type": a["type"], "windowStart": a["window"]["start"],
-                    "windowEnd": a["window"]["end"], "start": a["start"], "end": a["end"], "minutes": a["minutes"],
-                    "assetHours": a["assetHours"], "totalCost": a["totalCost"], "priceSource": a["priceSource"],
-                    "isEstimated": a["isEstimated"]}
-            for f in ("cpuCost", "ramCost", "gpuCost", "diskCost", "loadBalancerCost", "managementCost"):
-                flat[f] = a.get(f, a["totalCost"] if _TYPE_COST.get(a["type"]) == f else 0.0)
-            w.writerow([csv_text(key), *[csv_text("" if flat.get(f) is None else flat[f]) for f in CSV_FIELDS]])
-    return buf.getvalue()
+    return write_csv(["name", *CSV_FIELDS], ([key, *[_flat(a).get(f) for f in CSV_FIELDS]]
+                                             for assets in sets for key, a in assets.items()))

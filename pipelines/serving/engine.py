@@ -18,6 +18,7 @@ import jinja2
 from pipelines import DBT_PROJECT_DIR
 from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
 from pipelines.serving.coverage import mart_coverage_notes
+from pipelines.serving.csvout import write_csv
 from pipelines.serving.errors import QueryError
 from pipelines.serving.extras import (
     aggregated_metadata,
@@ -374,27 +375,8 @@ CSV_FIELDS = ("minutes", "cpuCores", "cpuCoreRequestAverage", "cpuCoreUsageAvera
               "energyKwh", "co2eOperationalG", "co2eEmbodiedG", "co2eTotalG", "isEstimated", "estimationReasons")
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(value: Any) -> Any:
-    """A text cell that a spreadsheet would read as a formula (=, +, -, @, tab, CR first) gets a leading
-    apostrophe (OWASP's CSV-injection advice); numbers are written as numbers and never touched."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
 def to_csv(sets: list[dict[str, dict[str, Any]]]) -> str:
     """kubeledger rule (A17): one accumulated row per key: key, then the numeric fields."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["name", *CSV_FIELDS])
-    for allocs in sets:
-        for key, a in allocs.items():
-            vals = [";".join(a[f]) if f == "estimationReasons" else ("" if a[f] is None else a[f]) for f in CSV_FIELDS]
-            w.writerow([csv_text(key), *[repr(v) if isinstance(v, float) else csv_text(v) for v in vals]])
-    return buf.getvalue()
+    return write_csv(["name", *CSV_FIELDS], (
+        [key, *[";".join(a[f]) if f == "estimationReasons" else a[f] for f in CSV_FIELDS]]
+        for allocs in sets for key, a in allocs.items()))

@@ -10,6 +10,7 @@ Values are bound parameters; field names map to columns through an allow-list, s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipelines.serving.aggregates import UNALLOCATED, Params, check_map_key, map_lookup_sql
@@ -53,11 +54,15 @@ class _Tok:
     pos: int
 
 
-def _err(raw: str, why: str) -> QueryError:
-    return QueryError("filter", raw, f"{why}; {FILTER_ALLOWED}")
+def _err(raw: str, why: str, allowed: str = FILTER_ALLOWED) -> QueryError:
+    return QueryError("filter", raw, f"{why}; {allowed}")
 
 
-def tokenize(raw: str) -> list[_Tok]:
+# (raw filter, field name, [key] or None, operator, values) -> Condition; raises QueryError for an unknown field
+ConditionFn = Callable[[str, str, "str | None", str, tuple[str, ...]], Condition]
+
+
+def tokenize(raw: str, allowed: str = FILTER_ALLOWED) -> list[_Tok]:
     toks: list[_Tok] = []
     i, n = 0, len(raw)
     while i < n:
@@ -75,7 +80,7 @@ def tokenize(raw: str) -> list[_Tok]:
                 buf.append(raw[j])
                 j += 1
             if j >= n:
-                raise _err(raw, f"unterminated string at character {i + 1}")
+                raise _err(raw, f"unterminated string at character {i + 1}", allowed)
             toks.append(_Tok("str", "".join(buf), i))
             i = j + 1
         elif c.isascii() and (c.isalpha() or c == "_"):
@@ -87,7 +92,7 @@ def tokenize(raw: str) -> list[_Tok]:
             if i < n and raw[i] == "[":
                 end = raw.find("]", i + 1)
                 if end < 0:
-                    raise _err(raw, f"'[' at character {i + 1} is not closed")
+                    raise _err(raw, f"'[' at character {i + 1} is not closed", allowed)
                 key = raw[i + 1:end].strip()
                 if len(key) >= 2 and key[0] == key[-1] == '"':
                     key = key[1:-1]
@@ -100,14 +105,18 @@ def tokenize(raw: str) -> list[_Tok]:
                     i += len(op)
                     break
             else:
-                raise _err(raw, f"unexpected character {c!r} at {i + 1}")
+                raise _err(raw, f"unexpected character {c!r} at {i + 1}", allowed)
     return toks
 
 
 class _Parser:
-    def __init__(self, raw: str) -> None:
+    """The grammar of the module docstring; which fields exist is the `condition` function's business."""
+
+    def __init__(self, raw: str, condition: ConditionFn, allowed: str) -> None:
         self.raw = raw
-        self.toks = tokenize(raw)
+        self.condition = condition
+        self.allowed = allowed
+        self.toks = tokenize(raw, allowed)
         self.i = 0
 
     def peek(self) -> _Tok | None:
@@ -117,18 +126,18 @@ class _Parser:
         t = self.peek()
         if t is None or t.kind != kind:
             where = f"at character {t.pos + 1}" if t else "at the end"
-            raise _err(self.raw, f"expected {what} {where}")
+            raise _err(self.raw, f"expected {what} {where}", self.allowed)
         self.i += 1
         return t
 
     def filter(self, depth: int) -> Node:
         if depth > MAX_DEPTH:
-            raise _err(self.raw, f"more than {MAX_DEPTH} nested parentheses")
+            raise _err(self.raw, f"more than {MAX_DEPTH} nested parentheses", self.allowed)
         items = [self.element(depth)]
         op: str | None = None
         while (t := self.peek()) is not None and t.kind in "+|":
             if op is not None and t.kind != op:
-                raise _err(self.raw, f"mixing + and | needs parentheses (character {t.pos + 1})")
+                raise _err(self.raw, f"mixing + and | needs parentheses (character {t.pos + 1})", self.allowed)
             op = t.kind
             self.i += 1
             items.append(self.element(depth))
@@ -153,8 +162,8 @@ class _Parser:
             self.i += 1
             values.append(self.take("str", 'a quoted value "…"').text)
             if len(values) > MAX_VALUES:
-                raise _err(self.raw, f"more than {MAX_VALUES} values")
-        return _condition(self.raw, name, key, op, tuple(values))
+                raise _err(self.raw, f"more than {MAX_VALUES} values", self.allowed)
+        return self.condition(self.raw, name, key, op, tuple(values))
 
 
 def _condition(raw: str, name: str, key: str | None, op: str, values: tuple[str, ...]) -> Condition:
@@ -179,18 +188,18 @@ def _condition(raw: str, name: str, key: str | None, op: str, values: tuple[str,
     raise _err(raw, f"unknown field {name!r}")
 
 
-def parse_filter(raw: str | None) -> Node | None:
-    """Parse a v2 filter; None for an empty one."""
+def parse_filter(raw: str | None, condition: ConditionFn | None = None, allowed: str = FILTER_ALLOWED
+                 ) -> Node | None:
+    """Parse a v2 filter; None for an empty one. `condition` decides the fields (default: the allocation fields;
+    the assets endpoints pass their own)."""
     if raw is None or not raw.strip():
         return None
     if len(raw) > MAX_FILTER_CHARS:
         raise QueryError("filter", raw, f"at most {MAX_FILTER_CHARS} characters")
-    p = _Parser(raw)
+    p = _Parser(raw, condition or _condition, allowed)
     node = p.filter(0)
-    if p.peek() is not None:
-        t = p.peek()
-        assert t is not None
-        raise _err(raw, f"unexpected {t.text!r} at character {t.pos + 1}")
+    if (t := p.peek()) is not None:
+        raise _err(raw, f"unexpected {t.text!r} at character {t.pos + 1}", allowed)
     return node
 
 

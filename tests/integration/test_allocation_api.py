@@ -7,7 +7,6 @@ import hashlib
 import json
 import random
 import re
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,8 +23,8 @@ from hypothesis import strategies as st
 
 from pipelines.serving.cli import run_allocation_cli
 from pipelines.serving.engine import MACRO_PATH, AllocationQuery, query_allocations
-from pipelines.serving.server import make_server
 from pipelines.settings import Settings, WarehouseSettings
+from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows, random_rows
 
 WINDOW = "2024-03-10T00:00:00Z,2024-03-11T00:00:00Z"
@@ -37,22 +36,12 @@ def golden(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Pa
     path = tmp_path_factory.mktemp("serving") / "serving.duckdb"
     build_warehouse(path, opencost_rows(GOLDEN_DAY))
     cfg = Settings(warehouse=WarehouseSettings(serving_path=str(path)))
-    server = make_server(cfg, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", path, cfg
-    server.shutdown()
-    server.server_close()
+    with serve_api(path) as base:
+        yield base, path, cfg
 
 
 def get(base: str, route: str, **params: Any) -> tuple[int, Any]:
-    url = f"{base}{route}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 - local test server
-            body = resp.read().decode()
-            return resp.status, (json.loads(body) if "json" in resp.headers["Content-Type"] else body)
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read().decode())
+    return get_json(base, route, **params)
 
 
 def totals(base: str, route: str = "/model/allocation", **params: Any) -> dict[str, float]:

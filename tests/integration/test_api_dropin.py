@@ -5,8 +5,6 @@ The warehouse has 6 materialised days in the last 30 (relative to today, so rela
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,9 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.serving.server import make_server
 from pipelines.serving.windows import answerable_days, parse_window
-from pipelines.settings import Settings, WarehouseSettings
+from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.asset_fixture import build_asset_warehouse
 
 pytestmark = pytest.mark.integration
@@ -40,21 +37,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     "'{\"team\": \"t-' || namespace || '\", \"app\": \"from-namespace\"}' WHERE namespace IS NOT NULL")
     finally:
         con.close()
-    server = make_server(Settings(warehouse=WarehouseSettings(serving_path=str(path))), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_api(path) as base:
+        yield base
 
 
 def get(base: str, route: str, **params: Any) -> tuple[int, Any]:
-    url = f"{base}{route}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - local test server
-            return resp.status, json.loads(resp.read().decode())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read().decode())
+    return get_json(base, route, **params)
 
 
 def covered(body: dict[str, Any]) -> set[date]:

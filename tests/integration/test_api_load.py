@@ -15,7 +15,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from bench.api import free_port, rss_mb
 from tests.fixtures.pipeline_workdir import cli_args, cli_env, kill_group, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.load]
@@ -54,12 +54,6 @@ SHAPES: list[tuple[str, dict[str, str]]] = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(port: int, route: str, params: dict[str, str], timeout: float = 120) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -70,22 +64,12 @@ def _get(port: int, route: str, params: dict[str, str], timeout: float = 120) ->
         conn.close()
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     workdir = tmp_path_factory.mktemp("load")
     (workdir / "kubeledger.yaml").write_text(CONFIG)
     run_cli(workdir, "materialize", "--date", DAY.isoformat())
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(cli_args(workdir, "serve", "--host", "127.0.0.1", "--port", str(port)), cwd=workdir,
                             env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 60
@@ -114,7 +98,7 @@ def test_200_clients_2000_requests_no_500_bounded_rss(served: Any) -> None:
 
     def sample() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], _rss_mb(proc.pid))
+            peak[0] = max(peak[0], rss_mb(proc.pid))
             time.sleep(0.1)
 
     def one(job: tuple[str, dict[str, str]]) -> None:

@@ -4,19 +4,13 @@ computed from the fixture's own rows."""
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pipelines.serving.server import make_server
-from pipelines.settings import Settings, WarehouseSettings
+from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.asset_fixture import (
     DAYS,
     MISSING_DAY,
@@ -35,22 +29,12 @@ TYPE = {"node": "Node", "volume": "Disk", "load_balancer": "LoadBalancer", "over
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     path: Path = tmp_path_factory.mktemp("serving") / "serving.duckdb"
     build_asset_warehouse(path)
-    server = make_server(Settings(warehouse=WarehouseSettings(serving_path=str(path))), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_api(path) as base:
+        yield base
 
 
 def get(base: str, route: str, **params: Any) -> tuple[int, Any]:
-    url = f"{base}{route}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 - local test server
-            body = resp.read().decode()
-            return resp.status, (json.loads(body) if "json" in resp.headers["Content-Type"] else body)
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read().decode())
+    return get_json(base, route, **params)
 
 
 def ok(base: str, route: str, **params: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.serving.server import make_server
-from pipelines.settings import Settings, WarehouseSettings
+from tests.fixtures.api_client import serve_api
 from tests.fixtures.asset_fixture import build_asset_warehouse
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "kubeledger-dashboard.json"
@@ -37,12 +35,8 @@ def dashboard() -> dict[str, Any]:
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     path = tmp_path_factory.mktemp("serving") / "serving.duckdb"
     build_asset_warehouse(path)
-    server = make_server(Settings(warehouse=WarehouseSettings(serving_path=str(path))), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_api(path) as base:
+        yield base
 
 
 def targets(dashboard: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 -- grain: one row per (cluster, snapshot_hour_ts, kind, uid): every landed Kubernetes API snapshot, not only the
 -- latest. Not window-filtered on purpose: a fallback for past hours picks the snapshot nearest to the hour, which
 -- may be one taken after the window (e.g. a backfill of days before kubeledger snapshotted the cluster).
+-- stg_kubernetes__objects is the latest of these up to the window's end.
 with source as (
     select * from {{ source('kubernetes', 'k8s_objects') }}
     where 1 = 1
@@ -16,6 +17,10 @@ renamed as (
         name,
         uid,
         labels,
+        annotations,
+        owner_kind,
+        owner_name,
+        owner_uid,
         spec
     from source
 )
