@@ -60,14 +60,16 @@ def _get(port: int, route: str, params: dict[str, str]) -> int:
         conn.close()
 
 
-def run_level(port: int, window: str, concurrency: int, requests: int, cold: bool) -> dict[str, float]:
+def run_level(port: int, window: str, concurrency: int, requests: int, cold: bool, nonce: int = 0
+              ) -> dict[str, float]:
     lat: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
 
     def one(i: int) -> None:
         route, extra = SHAPES[i % len(SHAPES)]
-        params = {"window": window, **extra, **({"offset": str(i)} if cold else {})}
+        # cold: a fresh offset per request and run, so no answer can come from the cache
+        params = {"window": window, **extra, **({"offset": str(nonce + i)} if cold else {})}
         t0 = time.perf_counter()
         status = _get(port, route, params)
         took = time.perf_counter() - t0
@@ -126,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
             print(f"{'kind':<6}{'clients':>8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'200':>6}{'503':>6}{'other':>6}")
             for kind in ("cold", "warm"):
-                for level in (int(x) for x in a.levels.split(",")):
-                    r = run_level(port, a.window, level, a.requests, cold=kind == "cold")
+                for n, level in enumerate(int(x) for x in a.levels.split(",")):
+                    r = run_level(port, a.window, level, a.requests, cold=kind == "cold", nonce=n * a.requests)
                     print(f"{kind:<6}{level:>8}{r['rps']:>9.1f}{r['p50_ms']:>9.0f}{r['p99_ms']:>9.0f}"
                           f"{r['ok']:>6}{r['busy_503']:>6}{r['other']:>6}")
             stop.set()
