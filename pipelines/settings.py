@@ -21,6 +21,7 @@ import os
 import re
 import stat
 from dataclasses import MISSING, dataclass, field, fields
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -183,6 +184,8 @@ class QualitySettings:
 class ScheduleSettings:
     daily_cron: str = "30 1 * * *"  # UTC; leaves late samples time to land
     late_days: int = 2
+    # first daily partition (YYYY-MM-DD, UTC); unset: the earliest raw hour, else 35 days before the first run
+    start_date: str | None = None
 
 
 @dataclass(frozen=True)
@@ -191,8 +194,15 @@ class WarehouseSettings:
     serving_path: str = "warehouse/serving.duckdb"
     parquet_path: str = "warehouse/parquet"
     raw_retention_days: int = 35
+    keep_run_folders: int = 3  # dbt target/log folders kept per dbt asset under <warehouse folder>/state/dbt/runs
     memory_limit: str = "4GB"
     threads: int = 2
+
+
+@dataclass(frozen=True)
+class DagsterSettings:
+    storage: str = "sqlite"  # sqlite (files under the warehouse folder) | postgres (production)
+    postgres_url_env: str = "KUBELEDGER_DAGSTER_PG_URL"  # holds postgresql://user:password@host:5432/db
 
 
 @dataclass(frozen=True)
@@ -206,6 +216,7 @@ class Settings:
     energy: EnergySettings = field(default_factory=EnergySettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    dagster: DagsterSettings = field(default_factory=DagsterSettings)
     source_file: str | None = None
 
     def cluster(self, name: str) -> ClusterSettings:
@@ -248,6 +259,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "sharing.split": ("weighted", "even"),
     "sharing.idle_split": ("weighted", "even"),
     "energy.pue_source": ("greenkube", "ccf"),
+    "dagster.storage": ("sqlite", "postgres"),
 }
 
 
@@ -303,6 +315,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
     "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
+    "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
     "warehouse.threads": NumberRange(1, max_threads(), integer=True,
                                      what=f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
                                           f"{os.cpu_count() or 1} CPUs"),
@@ -310,7 +323,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
 
 _URL_KEYS = ("clusters[].prometheus.url", "clusters[].kubernetes.host", "carbon.base_url", "boavizta.url")
 _ENV_KEYS = ("clusters[].prometheus.bearer_token_env", "clusters[].prometheus.basic_auth_password_env",
-             "carbon.token_env")
+             "carbon.token_env", "dagster.postgres_url_env")
 _BOOL_HINT = "YAML reads unquoted yes/no/on/off/true/false as a boolean"
 
 
@@ -416,6 +429,7 @@ _NESTED = {
     "EnergySettings": EnergySettings,
     "QualitySettings": QualitySettings,
     "ScheduleSettings": ScheduleSettings,
+    "DagsterSettings": DagsterSettings,
 }
 
 
@@ -448,6 +462,8 @@ def _coerce(t: str, value: Any, key: str, ctx: _Ctx) -> Any:
         if value is None and t.endswith("None"):
             return None
         return _number(value, key, t == "int", ctx)
+    if _generic(key) == "schedule.start_date" and isinstance(value, date) and not isinstance(value, datetime):
+        value = value.isoformat()  # YAML reads an unquoted 2026-01-01 as a date
     # text
     if value is None:
         if t.endswith("None"):
@@ -512,6 +528,8 @@ def _check_text(key: str, value: str, ctx: _Ctx) -> None:
         problem = _memory_problem(value)
     elif generic == "schedule.daily_cron":
         problem = _cron_problem(value)
+    elif generic == "schedule.start_date":
+        problem = _start_date_problem(value)
     if problem:
         raise ctx.error(key, f"{value!r} is not allowed; {problem}")
 
@@ -571,6 +589,19 @@ def _cron_problem(value: str) -> str | None:
     if not valid:
         return allowed
     _VALID_CRONS.add(value)
+    return None
+
+
+def _start_date_problem(value: str) -> str | None:
+    allowed = "use a day as YYYY-MM-DD (UTC), today or earlier, e.g. 2026-01-01"
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        return allowed
+    if len(value) != 10 or day.year < 2000:
+        return allowed
+    if day > datetime.now(UTC).date():
+        return f"{allowed}; it is in the future"
     return None
 
 
@@ -688,6 +719,9 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
                             "YAML would silently keep only the last one: keep one") from None
     except yaml.YAMLError as exc:
         raise _yaml_error(origin, exc) from exc
+    except ValueError as exc:  # YAML reads an unquoted 2026-13-01 as a date and fails to build it
+        raise SettingsError(f"{origin}: not valid YAML: a value written as a date is not a real date ({exc}); "
+                            "write a real day as YYYY-MM-DD") from exc
     finally:
         loader.dispose()
     ctx = _Ctx(origin, loader.raw_scalars)

@@ -1,51 +1,230 @@
-"""dbt assets: seeds (reference data) and the daily-partitioned models, one dbt call per run or backfill range."""
+"""dbt assets: seeds (reference data) and the daily-partitioned models, one dbt call per run or backfill range.
+
+Nothing is written into the code tree, and nothing grows without bound:
+
+- the manifest Dagster builds the assets from is parsed once per content of the dbt project (its files plus the
+  dbt versions: `project_hash`) into `<warehouse folder>/state/dbt/manifest/<hash>/`, with dbt's partial-parse
+  file and log; the newest `MANIFESTS_KEPT` such folders are kept. A manifest prepared at build or install time
+  (`python -m pipelines.dagster_defs.assets_dbt` writes `dbt_project/target/manifest.json` and its hash) is used
+  instead while the project still has that hash, so a read-only install never parses;
+- every dbt call writes its target and log folder to `<warehouse folder>/state/dbt/runs/<asset>/<UTC time>-<run
+  id>/` (dagster-dbt's default is a new `dbt_project/target/<asset>-<run>-<uuid>/` per call, never removed);
+  after the call only the newest `warehouse.keep_run_folders` (default 3) folders of each asset are kept.
+"""
 
 
+import fcntl
+import hashlib
+import importlib.metadata
 import os
+import shutil
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
+import yaml
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from pipelines import DBT_PROJECT_DIR, SEEDS_DIR, dbt_executable
-from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, daily_build_args
+from pipelines import DBT_PROJECT_DIR, dbt_executable
+from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, daily_build_args, parse_args
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
+from pipelines.settings import Settings
 from pipelines.steps import dbt_vars
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
+PREPARED_HASH_FILE = "kubeledger-manifest.sha256"  # next to a manifest prepared in the project at build time
+PARTIAL_PARSE = "partial_parse.msgpack"
+MANIFESTS_KEPT = 3
+RUN_LOCK = ".kubeledger-dbt-call.lock"
+STALE_TMP_S = 3600
 
-def _newest_source_mtime() -> float:
-    roots = [DBT_PROJECT_DIR / d for d in ("models", "macros", "tests")] + [SEEDS_DIR]
-    files = [DBT_PROJECT_DIR / "dbt_project.yml", *(p for r in roots if r.exists() for p in r.rglob("*") if p.is_file())]
-    return max(p.stat().st_mtime for p in files)
+
+def dbt_state_dir(warehouse_path: Path) -> Path:
+    """`<warehouse folder>/state/dbt`: dbt's manifests and per-run target/log folders."""
+    return Path(warehouse_path).absolute().parent / "state" / "dbt"
+
+
+def _project_files() -> list[Path]:
+    """The files dbt reads to parse the project: dbt_project.yml, profiles.yml, packages and every path folder."""
+    project_yml = DBT_PROJECT_DIR / "dbt_project.yml"
+    config = yaml.safe_load(project_yml.read_text()) or {}
+    folders: list[str] = []
+    for key, default in (("model-paths", ["models"]), ("seed-paths", ["seeds"]), ("macro-paths", ["macros"]),
+                         ("test-paths", ["tests"]), ("analysis-paths", ["analyses"]),
+                         ("snapshot-paths", ["snapshots"]), ("docs-paths", [])):
+        folders += config.get(key) or default
+    files = [DBT_PROJECT_DIR / name for name in ("dbt_project.yml", "profiles.yml", "packages.yml",
+                                                 "dependencies.yml", "selectors.yml")]
+    files = [f for f in files if f.is_file()]
+    for folder in dict.fromkeys(folders):
+        root = DBT_PROJECT_DIR / folder
+        if root.is_dir():
+            files += (p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return sorted(set(files))
+
+
+def project_hash() -> str:
+    """Content hash of the dbt project as dbt parses it (files, where it lives, dbt versions)."""
+    digest = hashlib.sha256(str(DBT_PROJECT_DIR).encode() + b"\0")
+    for package in ("dbt-core", "dbt-duckdb"):
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        digest.update(f"{package}=={version}\0".encode())
+    for path in _project_files():
+        digest.update(os.path.relpath(path, DBT_PROJECT_DIR).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def manifest_root() -> Path:
+    """Where parsed manifests go: the warehouse's state folder (the CLI and build_definitions put the warehouse
+    path in KUBELEDGER_WAREHOUSE before the assets load), else the user's cache folder."""
+    warehouse = os.environ.get("KUBELEDGER_WAREHOUSE")
+    if warehouse:
+        return dbt_state_dir(Path(warehouse)) / "manifest"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "kubeledger" / "dbt-manifest"
+
+
+def _parse(target: Path, seed_from: Path | None = None) -> None:
+    """`dbt parse` into `target`, reusing the partial-parse file of `seed_from` (dbt re-reads what changed)."""
+    target.mkdir(parents=True, exist_ok=True)
+    if seed_from is not None and (seed_from / PARTIAL_PARSE).is_file():
+        shutil.copyfile(seed_from / PARTIAL_PARSE, target / PARTIAL_PARSE)
+    # the venv's dbt (dagster-dbt's preparer looks for `dbt` on PATH); cwd outside the project: nothing relative
+    # to it lands in the code tree
+    subprocess.run([dbt_executable(), *parse_args(str(DBT_PROJECT_DIR), str(target))], check=True, cwd=target,
+                   env={**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+
+
+def _prune_manifests(root: Path, current: Path) -> None:
+    now = time.time()
+    folders = []
+    for p in root.iterdir():
+        if not p.is_dir():
+            continue
+        if p.name.startswith("."):  # a parse in progress, or left by a killed process
+            if now - p.stat().st_mtime > STALE_TMP_S:
+                shutil.rmtree(p, ignore_errors=True)
+            continue
+        if p != current:
+            folders.append(p)
+    folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in folders[MANIFESTS_KEPT - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def ensure_manifest() -> Path:
-    """Parse the dbt project when the manifest is missing (fresh clone, CI) or older than any project file, so the
-    assets Dagster loads always match the nodes dbt will report."""
-    manifest = dbt_project.manifest_path
-    if (os.environ.get("DAGSTER_IS_DEV_CLI") or not manifest.exists()
-            or manifest.stat().st_mtime < _newest_source_mtime()):
-        # parse with the venv's dbt (dagster-dbt's preparer looks for `dbt` on PATH)
-        subprocess.run([dbt_executable(), "parse", "--quiet", "--project-dir", str(DBT_PROJECT_DIR),
-                        "--profiles-dir", str(DBT_PROJECT_DIR)], check=True, cwd=DBT_PROJECT_DIR,
-                       env={**os.environ, "DO_NOT_TRACK": "1"})
+    """The manifest for the project as it is now: the one prepared in the project at build time if its hash
+    matches, else the one under the state folder for this hash (parsed now when missing), so the assets Dagster
+    loads always match the nodes dbt will report."""
+    digest = project_hash()
+    prepared = dbt_project.manifest_path
+    stamp = prepared.parent / PREPARED_HASH_FILE
+    if prepared.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+        return prepared
+    root = manifest_root()
+    folder = root / digest
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        previous = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        seed = max(previous, key=lambda p: p.stat().st_mtime) if previous else None
+        tmp = root / f".{digest}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            _parse(tmp, seed)
+            try:
+                os.rename(tmp, folder)  # whole folder at once: a concurrent loader sees all of it or nothing
+            except OSError:
+                if not manifest.is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # ours lost the race, or the parse failed
+    os.utime(folder)  # the newest used manifests are the ones kept
+    _prune_manifests(root, folder)
     return manifest
 
 
-MANIFEST = ensure_manifest()
+def prepare_manifest_in_project() -> Path:
+    """Build/install time: parse into dbt_project/target and record the project's hash next to the manifest."""
+    target = dbt_project.manifest_path.parent
+    _parse(target)
+    (target / PREPARED_HASH_FILE).write_text(project_hash() + "\n")
+    return dbt_project.manifest_path
+
+
+# --- per-call target/log folders ----------------------------------------------------------------------------
+
+def run_folders_root(settings: Settings, asset_name: str) -> Path:
+    return dbt_state_dir(settings.warehouse_path) / "runs" / asset_name
+
+
+@contextmanager
+def _in_use(folder: Path) -> Iterator[None]:
+    """Hold the folder's lock while dbt writes there: a prune in another process leaves it alone."""
+    with open(folder / RUN_LOCK, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def prune_run_folders(root: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` call folders under `root` (names start with the UTC time), skipping any a
+    dbt call still holds; returns the removed folders."""
+    if not root.is_dir():
+        return []
+    folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True)
+    removed = []
+    for old in folders[keep:]:
+        try:
+            fh = open(old / RUN_LOCK, "a+")
+        except OSError:
+            continue  # already gone
+        with fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
+def _dbt_call(context: dg.AssetExecutionContext, dbt: DbtCliResource, args: list[str], settings: Settings,
+              asset_name: str):
+    root = run_folders_root(settings, asset_name)
+    folder = root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{context.run_id[:8]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = MANIFEST.parent / PARTIAL_PARSE
+    if partial.is_file():  # dbt parses only what changed since the manifest (dagster-dbt would copy target/'s)
+        shutil.copyfile(partial, folder / PARTIAL_PARSE)
+    try:
+        with _in_use(folder):
+            yield from dbt.cli(args, context=context, target_path=folder).stream()
+    finally:
+        prune_run_folders(root, settings.warehouse.keep_run_folders)
+
+
+MANIFEST = prepare_manifest_in_project() if __name__ == "__main__" else ensure_manifest()
 TRANSLATOR = KubeledgerDbtTranslator()
 
 
 @dbt_assets(manifest=MANIFEST, select="resource_type:seed", name="dbt_reference", project=dbt_project,
             dagster_dbt_translator=TRANSLATOR, pool="duckdb_writer")
-def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource):
+def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource):
     """Reference seeds (prices, power profiles, zones, PUE, intensity defaults)."""
-    yield from dbt.cli(["seed"], context=context).stream()
+    yield from _dbt_call(context, dbt, ["seed"], kubeledger.settings, "dbt_reference")
 
 
 class DailyBuildConfig(dg.Config):
@@ -63,4 +242,8 @@ def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kub
     window = context.partition_time_window  # never partition_key: a backfill range has no single key
     variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=config.cluster)
     args = daily_build_args(variables, exclude_unit_tests=config.exclude_unit_tests)
-    yield from dbt.cli(args, context=context).stream()
+    yield from _dbt_call(context, dbt, args, kubeledger.settings, "dbt_daily")
+
+
+if __name__ == "__main__":
+    print(f"prepared {MANIFEST} for project hash {project_hash()}")

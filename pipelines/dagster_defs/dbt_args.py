@@ -18,3 +18,10 @@ def daily_build_args(variables: dict[str, Any], *,
     if exclude_unit_tests:
         args += ["--exclude-resource-type", "unit_test"]
     return args
+
+
+def parse_args(project_dir: str, target_dir: str) -> list[str]:
+    """`dbt parse` of the project into `target_dir`: the manifest, its partial-parse file and dbt's log, all
+    outside the project folder (which may be read-only)."""
+    return ["parse", "--quiet", "--project-dir", project_dir, "--profiles-dir", project_dir,
+            "--target-path", target_dir, "--log-path", target_dir]

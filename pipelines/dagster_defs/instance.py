@@ -5,19 +5,28 @@ storages together, each stamping its own `alembic_version` row; every later star
 head". Creation, migration and the release of orphaned runs now happen under an exclusive lock on
 `<DAGSTER_HOME>/.kubeledger-instance.lock`, and a storage found inconsistent is reported with the repair command
 (`kubeledger repair-instance`).
+
+Storage: SQLite files under DAGSTER_HOME by default; PostgreSQL in production (`dagster.storage: postgres`, the
+URL in the environment variable `dagster.postgres_url_env` names). The instance file is copied from
+`dagster_home/dagster.yaml` or `dagster_home/dagster.postgres.yaml`. Runs past `warehouse.raw_retention_days` are
+deleted after a good publish (`prune_runs`), so the run storage stays bounded.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import shutil
+import re
 import socket
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
 
 from pipelines import PROJECT_ROOT
 from pipelines.settings import Settings
@@ -35,15 +44,83 @@ def dagster_home(settings: Settings) -> Path:
     return Path(os.environ.get("DAGSTER_HOME") or settings.warehouse_path.parent / "dagster")
 
 
+TEMPLATES = {"sqlite": "dagster.yaml", "postgres": "dagster.postgres.yaml"}
+PG_URL_ENV_DEFAULT = "KUBELEDGER_DAGSTER_PG_URL"  # the name written in dagster.postgres.yaml
+_PG_URL_ENV_RE = re.compile(r"(postgres_url:\s*\n\s*env:\s*)([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _template_text(storage: str, url_env: str = PG_URL_ENV_DEFAULT) -> str:
+    text = (PROJECT_ROOT / "dagster_home" / TEMPLATES[storage]).read_text()
+    return _PG_URL_ENV_RE.sub(lambda m: m.group(1) + url_env, text)
+
+
+def configured_storage(text: str) -> str:
+    """`postgres` or `sqlite`: the storage a dagster.yaml configures (Dagster's default is SQLite)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return "sqlite"
+    if not isinstance(data, dict):
+        return "sqlite"
+    storage = data.get("storage")
+    if isinstance(storage, dict) and "postgres" in storage:
+        return "postgres"
+    legacy = [data.get(k) for k in ("run_storage", "event_log_storage", "schedule_storage")]
+    if any(isinstance(v, dict) and "postgres" in str(v.get("module", "")) for v in legacy):
+        return "postgres"
+    return "sqlite"
+
+
+def postgres_url_problem(settings: Settings) -> str | None:
+    """Why the configured PostgreSQL URL cannot be used (never quotes it: it may hold a password), or None."""
+    name = settings.dagster.postgres_url_env
+    value = os.environ.get(name, "").strip()
+    example = "postgresql://user:password@host:5432/dagster"
+    if not value:
+        return (f"dagster.storage is postgres but the environment variable {name} (dagster.postgres_url_env) is "
+                f"not set; set it to a URL like {example}")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        return f"the environment variable {name} is not a valid URL ({exc}); use a URL like {example}"
+    if parts.scheme.split("+")[0] not in ("postgresql", "postgres") or not parts.hostname \
+            or not parts.path.strip("/"):
+        return (f"the environment variable {name} must hold a postgresql:// URL with a host and a database name, "
+                f"like {example}")
+    return None
+
+
 def prepare_dagster_home(settings: Settings) -> Path:
-    """Local run storage under the warehouse folder, with the repo's instance defaults (telemetry off, one writer)."""
+    """Run storage under the warehouse folder (SQLite) or in PostgreSQL, with the repo's instance defaults
+    (telemetry off, one writer).
+
+    `<DAGSTER_HOME>/dagster.yaml` is written from the template `dagster.storage` selects when it is missing or is
+    an unedited copy of a shipped template (so switching storage takes effect); an edited file is kept, unless it
+    configures the other storage, which is an error naming the file."""
     home = dagster_home(settings)
     home.mkdir(parents=True, exist_ok=True)
+    storage = settings.dagster.storage
+    if storage == "postgres":
+        problem = postgres_url_problem(settings)
+        if problem:
+            raise InstanceError(problem)
+    wanted = _template_text(storage, settings.dagster.postgres_url_env)
     target = home / "dagster.yaml"
-    if not target.exists():
+    try:
+        current: str | None = target.read_text()
+    except FileNotFoundError:
+        current = None
+    shipped = {_template_text(kind) for kind in TEMPLATES}
+    normalised = _PG_URL_ENV_RE.sub(lambda m: m.group(1) + PG_URL_ENV_DEFAULT, current or "")
+    if current != wanted and (current is None or normalised in shipped):
         tmp = home / f".dagster.yaml.{os.getpid()}.tmp"
-        shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", tmp)
+        tmp.write_text(wanted)
         os.replace(tmp, target)  # never a half-written file for a concurrent reader
+    elif current != wanted and configured_storage(current or "") != storage:
+        raise InstanceError(f"{target} configures {configured_storage(current or '')} storage but dagster.storage is "
+                            f"{storage}; move the file aside (kubeledger writes the {TEMPLATES[storage]} template "
+                            "there) or edit its storage section")
     os.environ["DAGSTER_HOME"] = str(home)
     os.environ.setdefault("KUBELEDGER_DAGSTER_STORAGE", str(home / "storage"))
     os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -62,8 +139,11 @@ def instance_lock(home: Path) -> Iterator[None]:
 
 
 def storage_problems(home: Path) -> list[str]:
-    """SQLite storages whose alembic version table does not hold exactly one version."""
-    problems = []
+    """SQLite storages whose alembic version table does not hold exactly one version (none on PostgreSQL)."""
+    problems: list[str] = []
+    yaml_file = home / "dagster.yaml"
+    if yaml_file.exists() and configured_storage(yaml_file.read_text()) == "postgres":
+        return problems  # old SQLite files left from before a switch are not used
     for db in sorted(home.rglob("*.db")):
         try:
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
@@ -134,6 +214,9 @@ def open_instance(settings: Settings, log: Callable[[str], Any] = print) -> Any:
             instance.all_instigator_state()
             instance.event_log_storage.get_concurrency_keys()
         except Exception as exc:
+            if settings.dagster.storage == "postgres":
+                raise InstanceError(f"Dagster's PostgreSQL storage (${settings.dagster.postgres_url_env}) cannot be "
+                                    f"used: {type(exc).__name__}: {' '.join(str(exc).split())[:400]}") from exc
             if "more than one head" in str(exc) or "alembic" in str(exc).lower():
                 raise InstanceError(f"Dagster's instance storage under {home} is inconsistent ({exc}). "
                                     "Repair it with: kubeledger repair-instance") from exc
@@ -186,4 +269,85 @@ def release_orphaned_runs(instance, log=print) -> list[str]:
         log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")
     return released
 
+
+PRUNE_BATCH = 200  # runs deleted per call at most: a publish never waits long; the next one continues
+
+
+def prune_runs(instance: Any, keep_days: int, *, limit: int = PRUNE_BATCH, now: datetime | None = None,
+               log: Callable[[str], Any] | None = None) -> list[str]:
+    """Delete finished runs created more than `keep_days` ago (with their event logs), oldest first, at most
+    `limit` per call; returns the deleted run ids.
+
+    A run that holds the latest materialisation of a day's partition (marts and serving, kept indefinitely) is
+    kept: deleting it would make Dagster show that built day as missing. Its rebuilds, failed runs and the hourly
+    extract runs (whose raw rows `warehouse.raw_retention_days` prunes) go. With SQLite storage the run's event
+    file goes too."""
+    import dagster as dg
+    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
+    deleted: list[str] = []
+    cursor = None  # the last kept run: deleted runs drop out of the next page by themselves
+    examined = 0
+    while len(deleted) < limit and examined < 10 * limit:  # bounded even when most old runs are kept
+        records = instance.get_run_records(
+            filters=dg.RunsFilter(statuses=list(FINISHED_STATUSES), created_before=cutoff),
+            limit=limit, ascending=True, cursor=cursor)
+        if not records:
+            break
+        for record in records:
+            run_id = record.dagster_run.run_id
+            examined += 1
+            if _holds_latest_day(instance, run_id):
+                cursor = run_id
+                continue
+            instance.delete_run(run_id)
+            _drop_sqlite_shard(instance, run_id)
+            deleted.append(run_id)
+            if len(deleted) >= limit:
+                break
+        if len(records) < limit:
+            break
+    if deleted and log:
+        log(f"  pruned {len(deleted)} Dagster run(s) older than {keep_days} days")
+    return deleted
+
+
+def _is_day_key(partition: str | None) -> bool:
+    return bool(partition) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", partition or "") is not None
+
+
+def _holds_latest_day(instance: Any, run_id: str) -> bool:
+    """Whether a daily partition this run materialised has no later materialisation."""
+    import dagster as dg
+
+    materialised = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+    seen: set[tuple[Any, str]] = set()
+    for record in materialised:
+        event = record.event_log_entry.dagster_event
+        if event is None or event.asset_key is None or not _is_day_key(event.partition):
+            continue
+        if (event.asset_key, event.partition) in seen:
+            continue
+        seen.add((event.asset_key, event.partition))
+        # compared by run id: storage ids are per file with SQLite (one events file per run plus an index)
+        latest = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=event.asset_key, asset_partitions=[event.partition]),
+            limit=1, ascending=False).records
+        if latest and latest[0].run_id == run_id:
+            return True
+    return False
+
+
+def _drop_sqlite_shard(instance: Any, run_id: str) -> None:
+    """SQLite keeps one events file per run, emptied but not removed by delete_run: remove it."""
+    storage = instance.event_log_storage
+    path_for_shard = getattr(storage, "path_for_shard", None)
+    if path_for_shard is None:
+        return
+    base = path_for_shard(run_id)
+    for suffix in ("", "-wal", "-shm"):
+        with suppress(FileNotFoundError):
+            os.unlink(base + suffix)
+    getattr(storage, "_initialized_dbs", set()).discard(run_id)
 

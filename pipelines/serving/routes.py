@@ -8,6 +8,7 @@ from pipelines.serving.api import ack_view, query_from_params
 from pipelines.serving.app import Reply, Route
 from pipelines.serving.engine import answer_allocations, to_csv
 from pipelines.serving.extra_routes import extra_routes
+from pipelines.serving.metrics import metrics_routes
 from pipelines.serving.replies import ok, text
 from pipelines.settings import Settings
 
@@ -34,5 +35,6 @@ def build_routes(settings: Settings) -> dict[str, Route]:
     for path, flavor in ALLOCATION_FLAVORS.items():
         routes[path] = _allocation(flavor, settings)
     routes.update(extra_routes(settings))  # assets, summaries, clusterInfo, unserved upstream endpoints
+    routes.update(metrics_routes(settings))  # /metrics (Prometheus); metrics.attach_app adds API counters
     return routes
 

@@ -16,18 +16,22 @@ from typing import Any
 import uvicorn
 
 from pipelines.serving.app import AllocationApp, ServerLimits
+from pipelines.serving.metrics import attach_app
 from pipelines.serving.routes import build_routes
 from pipelines.serving.snapshots import SnapshotPool
 from pipelines.settings import Settings
 
 log = logging.getLogger(__name__)
 BACKLOG = 2048
+MAX_HEADER_BYTES = 256 * 1024  # request line + headers; the app answers a JSON 400 past 64 KiB of URL
 
 
 def make_app(settings: Settings, limits: ServerLimits | None = None) -> AllocationApp:
     limits = limits or ServerLimits()
     pool = SnapshotPool(settings.serving_path, memory_limit=limits.memory_limit)
-    return AllocationApp(pool, build_routes(settings), limits)
+    app = AllocationApp(pool, build_routes(settings), limits)
+    attach_app(app)  # /metrics reads the app's own snapshot pool and counters
+    return app
 
 
 class ApiServer:
@@ -67,8 +71,6 @@ class ApiServer:
         self.app.pool.close()
         self.app.executor.shutdown(wait=False, cancel_futures=True)
 
-
-MAX_HEADER_BYTES = 256 * 1024  # request line + headers; the app answers a JSON 400 past 64 KiB of URL
 
 
 def make_server(settings: Settings, host: str = "127.0.0.1", port: int = 9003,
