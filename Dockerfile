@@ -13,7 +13,7 @@
 #   /data  the volume: DAGSTER_HOME (/data/dagster) and the warehouse (deploy/kubernetes/configmap.yaml puts the
 #          DuckDB files and the Parquet export under /data/warehouse). Also the working directory, so that without
 #          a kubeledger.yaml the default relative paths (warehouse/...) land on the volume, never under /app.
-#   /tmp   scratch: dbt's per-invocation target and log folders (DBT_TARGET_PATH below).
+#   /tmp   scratch (Python and DuckDB temporary files).
 #
 # Run as uid/gid 10001. The Kubernetes manifests add readOnlyRootFilesystem with emptyDir volumes on /tmp.
 
@@ -52,30 +52,28 @@ COPY sql/ sql/
 RUN pip install --no-deps -e /app \
  && python -m compileall -q /app/pipelines /app/bench
 
-# 3. The dbt manifest, built now: pipelines/dagster_defs/assets_dbt.py (ensure_manifest) re-parses only when
-#    dbt_project/target/manifest.json is missing, older than a model/macro/test/seed file or dbt_project.yml, or under
-#    `dagster dev` (DAGSTER_IS_DEV_CLI). Parsed exactly as ensure_manifest does (profiles dir = the project); the
-#    profile reads KUBELEDGER_WAREHOUSE, which parse never opens, so a dummy path is enough. The build fails if any
-#    source file is newer than the manifest (a clock skew would make every process re-parse at start).
-RUN cd /app/dbt_project \
+# 3. The dbt manifest, built now, so that no process parses at run time. pipelines/dagster_defs/assets_dbt.py
+#    (ensure_manifest) uses dbt_project/target/manifest.json only while the project's content hash matches the one
+#    recorded next to it (kubeledger-manifest.sha256: dbt files, project path, dbt versions); otherwise it parses
+#    into <warehouse folder>/state/dbt/manifest/<hash>/. The module's own entry point parses exactly as
+#    ensure_manifest does and writes that hash. The profile reads KUBELEDGER_WAREHOUSE, which parse never opens,
+#    so a dummy path is enough. Same path (/app/dbt_project) and same dbt here as at run time: the hash matches.
+RUN cd /app \
  && DBT_PROFILES_DIR=/app/dbt_project KUBELEDGER_WAREHOUSE=/tmp/parse-only.duckdb \
-        dbt parse --quiet --project-dir /app/dbt_project --profiles-dir /app/dbt_project \
- && test -f target/manifest.json \
- && stale="$(find dbt_project.yml models macros tests ../seeds -type f -newer target/manifest.json)" \
- && if [ -n "$stale" ]; then echo "files newer than the dbt manifest (clock skew?): $stale" >&2; exit 1; fi \
+        python -m pipelines.dagster_defs.assets_dbt \
+ && test -f /app/dbt_project/target/manifest.json -a -f /app/dbt_project/target/kubeledger-manifest.sha256 \
  && rm -rf /app/dbt_project/logs /app/dbt_project/.user.yml /tmp/parse-only.duckdb
 
-# Run-time paths, all outside /app:
-# - DAGSTER_HOME: the instance (dagster.yaml is copied there from /app/dagster_home on first use, by the CLI or the
-#   init container of deploy/kubernetes); KUBELEDGER_DAGSTER_STORAGE: its SQLite storages (dagster.yaml reads it).
-# - DBT_TARGET_PATH / DBT_LOG_PATH: dagster-dbt gives every dbt invocation its own folder *under* DBT_TARGET_PATH
-#   (relative paths are taken under dbt_project/, absolute ones as they are) and points DBT_LOG_PATH at it. Without
-#   an absolute path here, every run would write dbt_project/target/<op>-<run>-<id>/ (about 10 MB each) into /app.
-#   The build-time manifest stays in /app/dbt_project/target, where the Dagster definitions read it.
+# Run-time paths, all outside /app (nothing writes under it: checked by running a day on a copy of this layout):
+# - DAGSTER_HOME: the instance. dagster.yaml is written there from /app/dagster_home by the CLI or by the init
+#   container of deploy/kubernetes; KUBELEDGER_DAGSTER_STORAGE: its SQLite storages (dagster.yaml reads it).
+# - dbt: no environment variable needed. kubeledger gives every dbt call an explicit target and log folder under
+#   <warehouse folder>/state/dbt/runs/ (the newest warehouse.keep_run_folders kept per asset), not dagster-dbt's
+#   default dbt_project/target/<op>-<run>-<id>/, and parses (if ever) into <warehouse folder>/state/dbt/manifest/.
+#   The warehouse folder is on /data (deploy/kubernetes/configmap.yaml; without a kubeledger.yaml, ./warehouse
+#   under the working directory /data).
 ENV DAGSTER_HOME=/data/dagster \
-    KUBELEDGER_DAGSTER_STORAGE=/data/dagster/storage \
-    DBT_TARGET_PATH=/tmp/dbt-target \
-    DBT_LOG_PATH=/tmp/dbt-target
+    KUBELEDGER_DAGSTER_STORAGE=/data/dagster/storage
 
 USER 10001:10001
 WORKDIR /data

@@ -1,4 +1,10 @@
-"""The `kubeledger` command: demo, materialize, backfill, dev, allocation, serve, bench."""
+"""The `kubeledger` command: demo, materialize, backfill, rebuild, status, check-config, dev, allocation, serve,
+bench, repair-instance.
+
+It fails fast and speaks plainly: dates and settings are checked before any work (one line, exit 2, nothing
+written); a run prints one line per stage with its timing, a progress display for long stages and a summary, and
+writes everything (Dagster events, dbt's output) to a log file under `<warehouse folder>/state/logs/`.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,20 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 from pipelines import PROJECT_ROOT
+from pipelines.days import DateError, check_range, format_ranges, raw_hours, record_first_day, utc_today
 from pipelines.settings import Settings, SettingsError, load_settings
+
+EXIT_USAGE = 2  # bad arguments, dates or settings: nothing was done
+EXIT_FAILED = 1  # the work started and failed
+
+
+class RunFailed(Exception):
+    """A job failed; the message is one line."""
 
 
 def _parse_date(value: str) -> date:
@@ -23,56 +38,218 @@ def _parse_date(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
+# --- running the jobs ---------------------------------------------------------------------------------------
+
 def materialize_days(settings: Settings, start: date, end: date, cluster: str | None = None,
-                     log=print) -> dict[str, float]:
-    """Run reference → hourly extract (one run over the range) → daily build + checks + publish, through the same
-    Dagster jobs the schedules use. `end` is inclusive."""
+                     reporter: Any = None, extract: bool = True) -> dict[str, float]:
+    """Run reference → hourly extract (one run over the range; skipped with `extract=False`) → daily build +
+    checks + publish, through the same Dagster jobs the schedules use. `end` is inclusive. The caller checks the
+    dates first (pipelines.days.check_range)."""
+    from pipelines.progress import Reporter, capture_stdout, observe_landing, run_logger_def
+
+    reporter = reporter or Reporter()
+    reporter.start_stage("setup")
+    if cluster is not None:
+        settings.cluster(cluster)  # fail early with the list of configured clusters
+    for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
+        folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
+    record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
 
     from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
     from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
     from pipelines.dagster_defs.resources import pinned_run_config
     from pipelines.definitions import build_definitions
 
-    if cluster is not None:
-        settings.cluster(cluster)  # fail early with the list of configured clusters
-    for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
-        folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
-    instance = open_instance(settings, log)
+    instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
     defs = build_definitions(settings)
     own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
-    timings: dict[str, float] = {}
-
     pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with
+    logger = run_logger_def()
+    days = (end - start).days + 1
+    clusters = 1 if cluster else len(settings.clusters)
+    observer = reporter.observer
+    if observer is not None:
+        observer.expect(hours=days * 24 * clusters, days=days)
+    reporter.set_status("setup", "ok", "Dagster instance and definitions")
+    reporter.finish_stage()
 
     def run(job_name: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
             partition_key: str | None = None) -> None:
-        t0 = time.perf_counter()
-        job = defs.resolve_job_def(job_name)
-        run_config = {**(run_config or {}), **pinned}
-        result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})}, run_config=run_config,
-                                        partition_key=partition_key, raise_on_error=False)
-        timings[job_name] = time.perf_counter() - t0
+        job = defs.resolve_job_def(job_name).with_logger_defs({"kubeledger": logger})
+        config = {**(run_config or {}), **pinned, "loggers": {"kubeledger": {}}}
+        with capture_stdout(), observe_landing(observer.landed if observer else (lambda _r: None)):
+            result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})},
+                                            run_config=config, partition_key=partition_key, raise_on_error=False)
+        reporter.finish_stage()
         if not result.success:
-            failures = [e.message for e in result.all_events if e.is_failure or e.event_type_value == "STEP_FAILURE"]
-            checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
-            detail = "; ".join(f"{c.asset_key.to_user_string()} {c.check_name}: {c.metadata}" for c in checks)
-            raise SystemExit(f"kubeledger: job {job_name} failed: {failures[-1] if failures else ''} {detail}".strip())
-        log(f"  {job_name}: ok in {timings[job_name]:.1f} s")
+            raise RunFailed(_failure_line(job_name, result))
 
     first, last = start.isoformat(), end.isoformat()
     run("reference")
-    run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
-        run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
+    if extract:
+        run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
+            run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
     config = {"ops": {"dbt_daily": {"config": {"cluster": cluster}}}}
     cluster_tags = {"kubeledger/cluster": cluster} if cluster else {}
     if start == end:
         run("daily_warehouse", partition_key=first, run_config=config, tags=cluster_tags or None)
     else:
         run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags}, run_config=config)
-    return timings
+    return dict(reporter.timings)
 
 
-def print_top_namespaces(settings: Settings, day: date, limit: int = 10) -> None:
+def _failure_line(job_name: str, result: Any) -> str:
+    """One line: the failed step and the first line of its error, and the checks that failed."""
+    parts = []
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.step_failure_data.error
+            message = (error.message if error else "").strip().splitlines()
+            parts.append(f"step {event.step_key}: {message[0][:300] if message else 'failed'}")
+    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    if failed:
+        parts.append("failed checks: " + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}"
+                                                  for c in failed[:10]))
+    return f"job {job_name} failed" + (f": {'; '.join(parts)}" if parts else "")
+
+
+# --- commands -----------------------------------------------------------------------------------------------
+
+class Session:
+    """A command that does pipeline work: the console reporter and the log file."""
+
+    def __init__(self, args: argparse.Namespace, settings: Settings, argv: list[str]) -> None:
+        from pipelines.progress import Reporter, start_logging
+
+        self.reporter = Reporter()
+        self.log = start_logging(settings, self.reporter, bool(getattr(args, "verbose", False)), argv)
+        self.t0 = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def close(self, ok: bool) -> None:
+        self.reporter.close()
+        failed = [c for c in self.reporter.checks if not c.passed]
+        for check in failed[:10]:
+            self.reporter.echo(f"  check failed: {check.asset} {check.name}"
+                               + (f": {check.detail}" if check.detail else ""), err=not ok)
+        if not ok:
+            for line in self.reporter.dbt_problems[-10:]:
+                self.reporter.echo(f"  dbt: {line}", err=True)
+        self.log.close()
+        self.reporter.echo(f"log: {self.log.path}", err=not ok)
+
+
+def _work(args: argparse.Namespace, settings: Settings, argv: list[str], header: str, body: Any) -> int:
+    """Run `body(session)` with the reporter and log file; failures become one line plus the log's path."""
+    import logging
+
+    session = Session(args, settings, argv)
+    session.reporter.echo(header)
+    try:
+        body(session)
+    except RunFailed as exc:
+        session.close(ok=False)
+        print(f"kubeledger: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (SettingsError, DateError) as exc:
+        session.close(ok=False)
+        print(f"kubeledger: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        session.close(ok=False)
+        print("kubeledger: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from pipelines.dagster_defs.instance import InstanceError
+
+        logging.getLogger("kubeledger.cli").exception("failed")
+        session.close(ok=False)
+        first = str(exc).strip().splitlines()
+        what = first[0][:300] if first else type(exc).__name__
+        print(f"kubeledger: {what if isinstance(exc, InstanceError) else f'{type(exc).__name__}: {what}'}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    session.close(ok=True)
+    return 0
+
+
+def _cluster_label(settings: Settings, cluster: str | None) -> str:
+    return cluster or ", ".join(c.name for c in settings.clusters)
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    day = args.date or (utc_today() - timedelta(days=1))
+    check_range(settings, day, day, flags=("--date", "--date"))
+
+    def body(session: Session) -> None:
+        materialize_days(settings, day, day, reporter=session.reporter)
+        session.reporter.echo(f"done in {session.elapsed():.1f} s")
+        print_top_namespaces(settings, day, echo=session.reporter.echo)
+
+    return _work(args, settings, argv, f"kubeledger demo: materialising {day} for cluster(s) "
+                                       f"{_cluster_label(settings, None)}", body)
+
+
+def cmd_materialize(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    check_range(settings, args.date, args.date, flags=("--date", "--date"))
+    if args.cluster:
+        settings.cluster(args.cluster)
+
+    def body(session: Session) -> None:
+        materialize_days(settings, args.date, args.date, cluster=args.cluster, reporter=session.reporter)
+        session.reporter.echo(f"materialised {args.date} in {session.elapsed():.1f} s")
+
+    return _work(args, settings, argv, f"kubeledger materialize: {args.date} for cluster(s) "
+                                       f"{_cluster_label(settings, args.cluster)}", body)
+
+
+def cmd_backfill(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    check_range(settings, args.start, args.end)
+    if args.cluster:
+        settings.cluster(args.cluster)
+    days = (args.end - args.start).days + 1
+
+    def body(session: Session) -> None:
+        materialize_days(settings, args.start, args.end, cluster=args.cluster, reporter=session.reporter)
+        session.reporter.echo(f"backfilled {days} day(s) {args.start}..{args.end} in {session.elapsed():.1f} s")
+
+    return _work(args, settings, argv, f"kubeledger backfill: {days} day(s) {args.start}..{args.end} for "
+                                       f"cluster(s) {_cluster_label(settings, args.cluster)}", body)
+
+
+def cmd_rebuild(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    """Re-run the daily build, checks and publish from the raw rows already landed: no extraction."""
+    import duckdb
+
+    check_range(settings, args.start, args.end)
+    clusters = [settings.cluster(args.cluster).name] if args.cluster else [c.name for c in settings.clusters]
+    try:
+        landed = raw_hours(settings, args.start, args.end, args.cluster)
+    except duckdb.Error as exc:
+        raise DateError(f"cannot read the raw rows in {settings.warehouse_path} ({str(exc).splitlines()[0]}); "
+                        "is another kubeledger run writing? try again when it is done") from exc
+    wanted = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    missing = {c: [d for d in wanted if not (landed or {}).get((c, d))] for c in clusters}
+    missing = {c: days for c, days in missing.items() if days}
+    if missing:
+        where = "; ".join(f"cluster {c}: {format_ranges(days)}" for c, days in missing.items())
+        raise DateError(f"no raw rows to rebuild from ({where}); extract those days with kubeledger backfill "
+                        f"--start {args.start} --end {args.end}, or rebuild only days that were extracted")
+    days = len(wanted)
+
+    def body(session: Session) -> None:
+        materialize_days(settings, args.start, args.end, cluster=args.cluster, reporter=session.reporter,
+                         extract=False)
+        session.reporter.echo(f"rebuilt {days} day(s) {args.start}..{args.end} from raw rows in "
+                              f"{session.elapsed():.1f} s (no extraction)")
+
+    return _work(args, settings, argv, f"kubeledger rebuild: {days} day(s) {args.start}..{args.end} for "
+                                       f"cluster(s) {', '.join(clusters)} from the raw rows already landed", body)
+
+
+def print_top_namespaces(settings: Settings, day: date, limit: int = 10, echo: Any = print) -> None:
     import duckdb
 
     con = duckdb.connect(str(settings.serving_path), read_only=True)
@@ -90,42 +267,26 @@ def print_top_namespaces(settings: Settings, day: date, limit: int = 10) -> None
     share = con.execute("select avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date = ?",
                         [day]).fetchone()
     con.close()
-    print(f"\nTop {limit} namespaces on {day} (all clusters; '*' = includes estimated values)")
-    print(f"{'namespace':<24}{'cost USD':>12}{'energy kWh':>12}{'CO2e g':>12}")
+    echo(f"\nTop {limit} namespaces on {day} (all clusters; '*' = includes estimated values)")
+    echo(f"{'namespace':<24}{'cost USD':>12}{'energy kWh':>12}{'CO2e g':>12}")
     for ns, cost, kwh, co2e, est in rows:
-        print(f"{ns:<24}{cost:>12.4f}{kwh:>12.4f}{co2e:>12.1f}{' *' if est else ''}")
+        echo(f"{ns:<24}{cost:>12.4f}{kwh:>12.4f}{co2e:>12.1f}{' *' if est else ''}")
     if totals and totals[0] is not None:
-        print(f"{'all namespaces':<24}{totals[0]:>12.4f}{totals[1]:>12.4f}{totals[2]:>12.1f}")
-        print(f"idle cost {totals[3] or 0:.4f} USD; estimated share of CO2e {(share[0] if share else 0) or 0:.1%}")
-    print(f"\nwarehouse: {settings.warehouse_path}\nserving copy (for BI tools): {settings.serving_path}")
+        echo(f"{'all namespaces':<24}{totals[0]:>12.4f}{totals[1]:>12.4f}{totals[2]:>12.1f}")
+        echo(f"idle cost {totals[3] or 0:.4f} USD; estimated share of CO2e {(share[0] if share else 0) or 0:.1%}")
+    echo(f"\nwarehouse: {settings.warehouse_path}\nserving copy (for BI tools): {settings.serving_path}")
 
 
-def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    day = args.date or (datetime.utcnow().date() - timedelta(days=1))
-    print(f"kubeledger demo: materialising {day} for cluster(s) {', '.join(c.name for c in settings.clusters)}")
-    t0 = time.perf_counter()
-    materialize_days(settings, day, day)
-    print(f"done in {time.perf_counter() - t0:.1f} s")
-    print_top_namespaces(settings, day)
-    return 0
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.status import print_status
+
+    return print_status(settings)
 
 
-def cmd_materialize(args: argparse.Namespace, settings: Settings) -> int:
-    t0 = time.perf_counter()
-    materialize_days(settings, args.date, args.date, cluster=args.cluster)
-    print(f"materialised {args.date} in {time.perf_counter() - t0:.1f} s")
-    return 0
+def cmd_check_config(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.check_config import print_checks
 
-
-def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
-    if args.end < args.start:
-        print(f"kubeledger: --end {args.end} is before --start {args.start}", file=sys.stderr)
-        return 2
-    t0 = time.perf_counter()
-    materialize_days(settings, args.start, args.end, cluster=args.cluster)
-    days = (args.end - args.start).days + 1
-    print(f"backfilled {days} day(s) {args.start}..{args.end} in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return print_checks(settings, timeout_s=args.timeout)
 
 
 def cmd_repair_instance(settings: Settings) -> int:
@@ -143,6 +304,8 @@ def cmd_dev(args: argparse.Namespace, settings: Settings) -> int:
     from pipelines.dagster_defs.instance import prepare_dagster_home
 
     prepare_dagster_home(settings)
+    settings.warehouse_path.parent.mkdir(parents=True, exist_ok=True)
+    record_first_day(settings)
     os.environ["KUBELEDGER_WAREHOUSE"] = str(settings.warehouse_path)
     dagster = Path(sys.executable).parent / "dagster"
     cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
@@ -187,70 +350,142 @@ def cmd_bench(args: argparse.Namespace, settings: Settings, rest: list[str]) -> 
     return bench_main(rest)
 
 
+# --- arguments ----------------------------------------------------------------------------------------------
+
+CONFIG_HELP = "kubeledger.yaml path (default: $KUBELEDGER_CONFIG, else ./kubeledger.yaml, else built-in defaults)"
+VERBOSE_HELP = "also show Dagster's events and dbt's output (always written to the log file)"
+
+
+def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """--config and --verbose, accepted before or after the command (after it wins)."""
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--config", default=default, metavar="FILE", help=CONFIG_HELP)
+    parser.add_argument("-v", "--verbose", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help=VERBOSE_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubeledger", description="Cost, energy and carbon for every Kubernetes "
-                                     "workload: a Dagster + dbt-duckdb daily warehouse.")
-    parser.add_argument("--config", help="kubeledger.yaml path (default: $KUBELEDGER_CONFIG or ./kubeledger.yaml)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from pipelines.progress import cli_version
+
+    parser = argparse.ArgumentParser(
+        prog="kubeledger", description="Cost, energy and carbon for every Kubernetes workload: a Dagster + "
+        "dbt-duckdb daily warehouse. Days are UTC; the newest day you can materialise is yesterday.")
+    parser.add_argument("--version", action="version", version=f"kubeledger {cli_version()}",
+                        help="print the installed kubeledger version and exit")
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="what to do (kubeledger COMMAND -h for its options)")
+    day_help = "day to materialise, YYYY-MM-DD (UTC; yesterday at the latest)"
+    cluster_help = "only this configured cluster (default: all)"
+
     demo = sub.add_parser("demo", help="materialise a demo day end to end and print the top-10 namespaces")
-    demo.add_argument("--date", type=_parse_date, help="day to materialise (default: yesterday, UTC)")
-    mat = sub.add_parser("materialize", help="extract, build and publish one day")
-    mat.add_argument("--date", type=_parse_date, required=True)
-    mat.add_argument("--cluster", help="only this configured cluster (default: all)")
-    back = sub.add_parser("backfill", help="extract, build and publish a range of days (one run per stage)")
-    back.add_argument("--start", type=_parse_date, required=True)
-    back.add_argument("--end", type=_parse_date, required=True, help="last day, inclusive")
-    back.add_argument("--cluster")
+    demo.add_argument("--date", type=_parse_date, help="day to materialise, YYYY-MM-DD (default: yesterday, UTC)")
+    _common(demo)
+    mat = sub.add_parser("materialize", help="extract, build, check and publish one day")
+    mat.add_argument("--date", type=_parse_date, required=True, help=day_help)
+    mat.add_argument("--cluster", help=cluster_help)
+    _common(mat)
+    back = sub.add_parser("backfill", help="extract, build, check and publish a range of days (one run per stage)")
+    back.add_argument("--start", type=_parse_date, required=True, help="first day, YYYY-MM-DD (UTC)")
+    back.add_argument("--end", type=_parse_date, required=True, help="last day, inclusive (yesterday at the latest)")
+    back.add_argument("--cluster", help=cluster_help)
+    _common(back)
+    rebuild = sub.add_parser(
+        "rebuild", help="re-run the daily build, checks and publish from raw rows already landed (no extraction)",
+        description="Rebuild days from the raw rows already in the warehouse, without asking any source: after a "
+        "pricing or sharing change, or when Prometheus no longer holds those days. Price files are reloaded.")
+    rebuild.add_argument("--start", type=_parse_date, required=True, help="first day, YYYY-MM-DD (UTC)")
+    rebuild.add_argument("--end", type=_parse_date, required=True, help="last day, inclusive")
+    rebuild.add_argument("--cluster", help=cluster_help)
+    _common(rebuild)
+    status = sub.add_parser("status", help="materialised days per cluster, newest days' coverage, the last run "
+                                           "and its checks, sizes on disk")
+    _common(status)
+    check = sub.add_parser("check-config", help="validate the settings and files, and connect to every "
+                                                "configured source (exit 1 if any check fails)")
+    check.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                       help="timeout per connection, in seconds (default 5)")
+    _common(check)
     dev = sub.add_parser("dev", help="start the Dagster UI (dagster dev) on this project")
-    dev.add_argument("--host", default="127.0.0.1")
-    dev.add_argument("--port", type=int, default=3000)
+    dev.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    dev.add_argument("--port", type=int, default=3000, help="port (default 3000)")
+    _common(dev)
     sub.add_parser("allocation", help="query allocations like Kubecost/OpenCost (see kubeledger allocation -h)",
                    add_help=False)
     serve = sub.add_parser("serve", help="serve the allocation HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=9003)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=9003, help="port (default 9003)")
+    _common(serve)
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
-    sub.add_parser("repair-instance", help="repair the local Dagster instance storage (duplicate alembic versions)")
+    repair = sub.add_parser("repair-instance",
+                            help="repair the local Dagster instance storage (duplicate alembic versions)")
+    _common(repair)
     return parser
+
+
+def _pop_config(rest: list[str]) -> tuple[list[str], str | None]:
+    """Take `--config FILE` / `--config=FILE` out of a pass-through command's own arguments."""
+    out, config, i = [], None, 0
+    while i < len(rest):
+        if rest[i] == "--config" and i + 1 < len(rest):
+            config, i = rest[i + 1], i + 2
+            continue
+        if rest[i].startswith("--config="):
+            config = rest[i].split("=", 1)[1]
+        else:
+            out.append(rest[i])
+        i += 1
+    return out, config
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    original = list(argv)
     parser = build_parser()
     # allocation and bench take their own options
     passthrough: list[str] = []
+    late_config = None
     for name in ("allocation", "bench"):
         if name in argv:
             i = argv.index(name)
             argv, passthrough = argv[: i + 1], argv[i + 1:]
+            passthrough, late_config = _pop_config(passthrough)
             break
     args = parser.parse_args(argv)
+    if late_config:
+        args.config = late_config
     try:
         settings = load_settings(args.config)
     except SettingsError as exc:
         print(f"kubeledger: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    # dbt and the manifest cache find the warehouse through it (never set at import: see pipelines/definitions.py)
     os.environ.setdefault("KUBELEDGER_WAREHOUSE", str(settings.warehouse_path))
     handlers = {
-        "demo": lambda: cmd_demo(args, settings),
-        "materialize": lambda: cmd_materialize(args, settings),
-        "backfill": lambda: cmd_backfill(args, settings),
+        "demo": lambda: cmd_demo(args, settings, original),
+        "materialize": lambda: cmd_materialize(args, settings, original),
+        "backfill": lambda: cmd_backfill(args, settings, original),
+        "rebuild": lambda: cmd_rebuild(args, settings, original),
+        "status": lambda: cmd_status(args, settings),
+        "check-config": lambda: cmd_check_config(args, settings),
         "dev": lambda: cmd_dev(args, settings),
         "allocation": lambda: cmd_allocation(args, settings, passthrough),
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
         "repair-instance": lambda: cmd_repair_instance(settings),
     }
-    from pipelines.dagster_defs.instance import InstanceError
-
     try:
         return handlers[args.command]()
-    except SettingsError as exc:  # e.g. --cluster naming a cluster that is not configured
+    except (SettingsError, DateError) as exc:  # bad dates, --cluster naming a cluster that is not configured
         print(f"kubeledger: {exc}", file=sys.stderr)
-        return 2
-    except InstanceError as exc:
-        print(f"kubeledger: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
+    except Exception as exc:
+        from pipelines.dagster_defs.instance import InstanceError
+
+        if isinstance(exc, InstanceError):
+            print(f"kubeledger: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
 
 
 if __name__ == "__main__":

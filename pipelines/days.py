@@ -97,7 +97,7 @@ def first_day(settings: Settings, today: date | None = None) -> FirstDay:
     if earliest is not None:
         return FirstDay(earliest.date(), "the earliest raw hour in the warehouse", recordable=True)
     if all(c.source == "demo" for c in settings.clusters):
-        return FirstDay(DEMO_START, "the demo default", recordable=True)
+        return FirstDay(DEMO_START, "the demo default: every cluster is a demo cluster", recordable=True)
     return FirstDay(today - timedelta(days=DEFAULT_LOOKBACK_DAYS),
                     f"{DEFAULT_LOOKBACK_DAYS} days before the first run", recordable=True)
 
@@ -143,7 +143,8 @@ def check_day(settings: Settings, day: date, flag: str, today: date | None = Non
             fix = f"set {first.why[1:]} to {day} or earlier, or unset it"
         else:
             fix = f"set schedule.start_date: {day.isoformat()!r} in {config} to go further back"
-        raise DateError(f"{flag} {day} is before the first partition {first.day} ({first.why}); {fix}")
+        raise DateError(f"{flag} {day} is before the first partition {first.day} ({first.why}); materialise "
+                        f"{first.day} or later, or {fix}")
 
 
 def check_range(settings: Settings, start: date, end: date, today: date | None = None,

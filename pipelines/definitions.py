@@ -1,11 +1,12 @@
 """The one Dagster Definitions of kubeledger (loaded by workspace.yaml).
 
-Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGER_CONFIG).
+Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGER_CONFIG), and only from the one
+given: building (or importing) the Definitions never changes the process environment. The partitions start at the
+settings' first day (pipelines/days.py); dbt gets the warehouse path through its resource, per invocation.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import dagster as dg
@@ -20,16 +21,13 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 def build_definitions(settings: Settings | None = None, config_path: str | None = None) -> dg.Definitions:
     settings = settings or load_settings(config_path)
-    # dbt's profile reads the warehouse path from the environment: set it before dbt parses
-    os.environ.update(warehouse_env(settings))
-
-    from dagster_dbt import DbtCliResource
 
     from pipelines import DBT_PROJECT_DIR, dbt_executable
     from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_reference_assets
     from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
     from pipelines.dagster_defs.assets_serving import serving_warehouse
     from pipelines.dagster_defs.checks import quality_checks
+    from pipelines.dagster_defs.dbt_resource import KubeledgerDbtCliResource
     from pipelines.dagster_defs.jobs import (
         build_daily_schedule,
         daily_job,
@@ -37,17 +35,26 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
         hourly_extract_schedule,
         reference_job,
     )
+    from pipelines.dagster_defs.partitions import with_first_day
     from pipelines.dagster_defs.resources import KubeledgerResource
+    from pipelines.days import first_day
+
+    # the asset decorators use template partitions: move them to this configuration's first day
+    first = first_day(settings).day
+    assets = with_first_day([*extract_assets, raw_pricing, dbt_reference_assets, dbt_daily_assets,
+                             serving_warehouse], first)
+    checks = with_first_day(quality_checks, first)
 
     return dg.Definitions(
-        assets=[*extract_assets, raw_pricing, dbt_reference_assets, dbt_daily_assets, serving_warehouse],
-        asset_checks=quality_checks,
+        assets=assets,
+        asset_checks=checks,
         jobs=[extract_job, reference_job, daily_job],
         schedules=[hourly_extract_schedule, build_daily_schedule(settings)],
         resources={
             "kubeledger": KubeledgerResource(config_path=settings.source_file or config_path),
-            "dbt": DbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
-                                  dbt_executable=dbt_executable()),
+            # dbt's profile reads the warehouse path from the environment: given to each dbt call, not the process
+            "dbt": KubeledgerDbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
+                                            dbt_executable=dbt_executable(), env=warehouse_env(settings)),
         },
     )
 

@@ -8,6 +8,7 @@ cd "$ROOT"
 bash scripts/setup.sh
 bash scripts/ci/setup_prometheus.sh
 bash scripts/ci/setup_boavizta.sh
+bash scripts/ci/setup_postgres.sh
 export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 .venv/bin/ruff check .
 # Two groups, so the load tests' time shows on its own; pytest's exit 5 (no test in a group, e.g. when a single file

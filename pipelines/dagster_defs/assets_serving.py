@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from pipelines.dagster_defs.instance import prune_runs
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
 from pipelines.steps import prune_raw
@@ -36,6 +37,8 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
             "select count(*), sum(hours_covered), sum(total_cost), sum(energy_kwh), sum(co2e_total_g), "
             "avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date >= ? and usage_date < ?",
             [window.start.date(), window.end.date()]).fetchone()
+    # Dagster's run storage is bounded the same way: runs past retention go (never a day's latest build)
+    runs_pruned = prune_runs(context.instance, settings.warehouse.raw_retention_days)
     return dg.MaterializeResult(metadata={
         "serving_path": str(published.serving_path),
         "serving_bytes": published.bytes,
@@ -49,4 +52,5 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
         "co2e_total_g": totals[4],
         "estimated_co2e_share": totals[5],
         "raw_rows_pruned": dg.MetadataValue.json(pruned),
+        "dagster_runs_pruned": len(runs_pruned),
     })

@@ -91,6 +91,16 @@ def postgres_url_problem(settings: Settings) -> str | None:
     return None
 
 
+def _use_psycopg2(name: str) -> None:
+    """A URL without a driver (postgresql://, postgres://) gets psycopg2, the driver dagster-postgres installs and
+    is tested with (SQLAlchemy 2.1 would pick psycopg 3, not installed). Set for this process and its children
+    (`kubeledger dev`'s Dagster processes)."""
+    value = os.environ[name].strip()
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme in ("postgresql", "postgres"):
+        os.environ[name] = f"postgresql+psycopg2://{rest}"
+
+
 def prepare_dagster_home(settings: Settings) -> Path:
     """Run storage under the warehouse folder (SQLite) or in PostgreSQL, with the repo's instance defaults
     (telemetry off, one writer).
@@ -105,6 +115,7 @@ def prepare_dagster_home(settings: Settings) -> Path:
         problem = postgres_url_problem(settings)
         if problem:
             raise InstanceError(problem)
+        _use_psycopg2(settings.dagster.postgres_url_env)
     wanted = _template_text(storage, settings.dagster.postgres_url_env)
     target = home / "dagster.yaml"
     try:

@@ -7,6 +7,7 @@ import dagster as dg
 
 from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
 from pipelines.dagster_defs.resources import pinned_run_config
+from pipelines.days import first_day
 from pipelines.settings import Settings, load_settings
 
 extract_job = dg.define_asset_job(
@@ -42,9 +43,13 @@ def build_daily_schedule(settings: Settings) -> dg.ScheduleDefinition:
         now = context.scheduled_execution_time or datetime.now()
         yesterday = (now - timedelta(days=1)).date()
         # one tick, one configuration: every run it requests is pinned to the file as it is now
-        pinned = pinned_run_config(load_settings(settings.source_file) if settings.source_file else settings)
+        current = load_settings(settings.source_file) if settings.source_file else settings
+        pinned = pinned_run_config(current)
+        first = first_day(current, today=now.date()).day
         for offset in range(late_days + 1):
             day = yesterday - timedelta(days=offset)
+            if day < first:  # no partition before the first day
+                break
             key = day.isoformat()
             yield dg.RunRequest(
                 run_key=f"extract-{key}-{now:%Y%m%d}",

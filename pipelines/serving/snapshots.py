@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -101,6 +102,8 @@ class SnapshotPool:
             # configuration; the cap is per snapshot instance, and at most two are open (current + draining)
             con.execute("SET memory_limit = ?", [self.memory_limit])
             con.execute("SET threads = ?", [self.threads])
+            # a query over the cap spills here, not beside the snapshot (often a read-only volume)
+            con.execute("SET temp_directory = ?", [os.path.join(tempfile.gettempdir(), "kubeledger-spill")])
             con.execute("SELECT 1").fetchone()
         except BaseException:
             con.close()

@@ -40,7 +40,7 @@ create table if not exists raw.pod_hours (
     owner_name                  varchar,
     controller_kind             varchar,          -- resolved top controller (Deployment, CronJob, StatefulSet, DaemonSet, Job, ...), NULL for bare pods
     controller_name             varchar,
-    labels                      varchar,          -- JSON object, original Kubernetes keys
+    labels                      varchar,          -- JSON object: original keys (demo, Kubernetes API) or kube-state-metrics sanitised keys (Prometheus); models read both (macros/labels.sql)
     annotations                 varchar,          -- JSON object
     network_transmit_bytes      double,           -- cAdvisor pod-level bytes sent in the hour
     network_receive_bytes       double,
@@ -60,7 +60,7 @@ create table if not exists raw.node_hours (
     instance_type           varchar,              -- node.kubernetes.io/instance-type
     region                  varchar,              -- topology.kubernetes.io/region
     zone                    varchar,              -- topology.kubernetes.io/zone
-    labels                  varchar,              -- JSON object, original Kubernetes keys
+    labels                  varchar,              -- JSON object: original keys (demo, Kubernetes API) or kube-state-metrics sanitised keys (Prometheus); models read both (macros/labels.sql)
     cpu_capacity_cores      double,
     ram_capacity_bytes      double,
     gpu_capacity            double,

@@ -39,6 +39,13 @@ open_instance(settings, log=lambda *_: None)
 """
 
 
+@pytest.fixture(autouse=True)
+def _own_dagster_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process instances go under each test's warehouse, not the suite's DAGSTER_HOME (scripts/test.sh sets one)."""
+    for name in ("DAGSTER_HOME", "KUBELEDGER_DAGSTER_STORAGE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _fresh(tmp: Path) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "kubeledger.yaml").write_text(CONFIG)

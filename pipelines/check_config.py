@@ -1,0 +1,177 @@
+"""`kubeledger check-config`: the settings load (which validates every key and that named files exist), then every
+configured file is parsed and every configured service is asked one cheap question, with short timeouts and no
+retries. Each check is reported as ok or FAILED with the reason; the exit code is 1 if any failed.
+
+The sources' own clients are used (pipelines/sources/*), read-only: nothing is written."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+from pipelines.settings import Settings
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    # urllib3's "HTTPConnectionPool(...): Max retries exceeded ... [Errno 111] Connection refused" -> the reason
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if errno:
+        text = re.sub(r"HTTPS?ConnectionPool\(.*$", errno.group(1).strip(), text)
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def _probe(name: str, fn: Callable[[], str]) -> Check:
+    try:
+        return Check(name, True, fn())
+    except Exception as exc:  # noqa: BLE001 - every failure is reported, none stops the others
+        return Check(name, False, _one_line(exc))
+
+
+def _pricing_checks(settings: Settings) -> list[Check]:
+    from pipelines.sources import pricing
+
+    p = settings.pricing
+    loaders: list[tuple[str, str | None, Callable[[Any], Any]]] = [
+        ("pricing.instance_sheet", p.instance_sheet, pricing.load_price_sheet),
+        ("pricing.node_csv", p.node_csv, pricing.load_node_price_csv),
+        ("pricing.custom_file", p.custom_file, lambda path: pricing.load_custom_prices(path, p.custom_convention)),
+    ]
+    out = []
+    for key, value, load in loaders:
+        if not value:
+            continue
+        path = settings.resolve(value)
+        out.append(_probe(f"{key} {path}", lambda load=load, path=path: f"{load(path).rows()} rows"))
+    return out
+
+
+def _prometheus(cluster: Any, timeout_s: float) -> str:
+    from pipelines.sources.prometheus import PrometheusClient
+
+    quick = replace(cluster.prometheus, timeout_s=timeout_s, retries=0)
+    client = PrometheusClient(quick, cluster.name, connect_timeout_s=timeout_s)
+    info = client.buildinfo()
+    version = info.get("version")
+    return f"{quick.url} answers" + (f" (version {version})" if version else " (no build info: not Prometheus?)")
+
+
+def _kubernetes(cluster: Any, timeout_s: float) -> str:
+    from kubernetes import client as k8s
+
+    from pipelines.sources.kubernetes import build_api_client
+
+    api = build_api_client(cluster)
+    try:
+        info = k8s.VersionApi(api).get_code(_request_timeout=timeout_s)
+    except Exception as exc:
+        raise RuntimeError(f"{api.configuration.host}: {_one_line(exc)}") from exc
+    finally:
+        api.close()
+    return f"{api.configuration.host} answers (Kubernetes {info.git_version})"
+
+
+def _carbon(settings: Settings, zone: str, timeout_s: float) -> str:
+    from pipelines.sources import carbon
+
+    c = replace(settings.carbon, timeout_s=timeout_s)
+    if c.provider == "electricitymaps":
+        client: Any = carbon.ElectricityMapsClient(c, retries=0)
+        if not c.token():
+            raise ValueError(f"no token: set the environment variable {c.token_env} (carbon.token_env)")
+    else:
+        client = carbon.WattnetClient(c, retries=0)
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0, tzinfo=None) - timedelta(hours=2)
+    fetched = client.fetch_hours(zone, hour, hour + timedelta(hours=1))
+    if fetched.failures:
+        failure = fetched.failures[0]
+        status = f"HTTP {failure['status']}: " if failure.get("status") else ""
+        raise ValueError(f"{failure['request']}: {status}{failure['error']}")
+    return f"{client.base_url} answers ({len(fetched.rows)} hour(s) for zone {zone})"
+
+
+def _carbon_zone(settings: Settings) -> str:
+    for c in settings.clusters:
+        if c.carbon_zone:
+            return c.carbon_zone
+    return "DE"
+
+
+def _boavizta(settings: Settings, timeout_s: float) -> str:
+    from pipelines.sources.boavizta import BoaviztaClient
+
+    url = settings.boavizta.url or ""
+    client = BoaviztaClient(url, timeout_s=timeout_s, verify_tls=settings.boavizta.verify_tls, retries=0)
+    try:
+        version = client.version()
+    except Exception as exc:
+        raise RuntimeError(f"{url}: {_one_line(exc)}") from exc
+    return f"{url} answers (Boavizta API {version})"
+
+
+def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
+    from pipelines.days import DateError, first_day, newest_day
+
+    checks = [Check("settings", True, f"{settings.source_file or 'built-in defaults'}: "
+                                      f"{len(settings.clusters)} cluster(s), carbon {settings.carbon.provider}")]
+    try:
+        first = first_day(settings)
+        checks.append(Check("days", True, f"{first.day} ({first.why}) .. {newest_day()} (yesterday, UTC)"))
+    except DateError as exc:
+        checks.append(Check("days", False, str(exc)))
+    folder = settings.warehouse_path.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    writable = existing is not None and os.access(existing, os.W_OK)
+    checks.append(Check(f"warehouse folder {folder}", writable,
+                        "exists" if folder.exists() and writable else "will be created" if writable
+                        else f"cannot be written ({existing} is not writable)"))
+    dagster = getattr(settings, "dagster", None)
+    if dagster is not None and getattr(dagster, "storage", "sqlite") == "postgres":
+        from pipelines.dagster_defs.instance import postgres_url_problem
+
+        problem = postgres_url_problem(settings)
+        checks.append(Check("dagster storage (postgres)", problem is None, problem or "URL is set"))
+    checks += _pricing_checks(settings)
+    for cluster in settings.clusters:
+        if cluster.source == "prometheus":
+            checks.append(_probe(f"cluster {cluster.name}: prometheus",
+                                 lambda cluster=cluster: _prometheus(cluster, timeout_s)))
+        else:
+            checks.append(Check(f"cluster {cluster.name}: {cluster.source}", True, "generated data, no connection"))
+        if cluster.kubernetes.enabled:
+            checks.append(_probe(f"cluster {cluster.name}: kubernetes API",
+                                 lambda cluster=cluster: _kubernetes(cluster, timeout_s)))
+    provider = settings.carbon.provider
+    if provider in ("electricitymaps", "wattnet"):
+        zone = _carbon_zone(settings)
+        checks.append(_probe(f"carbon: {provider}", lambda: _carbon(settings, zone, timeout_s)))
+    else:
+        checks.append(Check(f"carbon: {provider}", True, "no API to call"))
+    if settings.boavizta.url:
+        checks.append(_probe("boavizta", lambda: _boavizta(settings, timeout_s)))
+    else:
+        checks.append(Check("boavizta", True, "the bundled Boavizta table (boavizta.url is not set)"))
+    return checks
+
+
+def print_checks(settings: Settings, timeout_s: float = 5.0, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    checks = run_checks(settings, timeout_s)
+    for check in checks:
+        out.write(f"  {'ok' if check.ok else 'FAILED':<7}{check.name}: {check.detail}\n")
+    failed = [c for c in checks if not c.ok]
+    out.write(f"{len(failed)} of {len(checks)} checks failed\n" if failed else f"all {len(checks)} checks passed\n")
+    out.flush()
+    return 1 if failed else 0

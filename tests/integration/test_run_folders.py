@@ -1,0 +1,193 @@
+"""Nothing grows without bound and nothing is written into the code tree.
+
+dbt's target and log folders live under `<warehouse folder>/state/dbt/runs/<asset>/`, one per dbt call, and only
+the newest `warehouse.keep_run_folders` of each asset are kept; the manifest Dagster loads is parsed under
+`state/dbt/manifest/<project hash>/`. Dagster's run storage is pruned past `warehouse.raw_retention_days`, except
+the runs that hold a day's latest build.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pipelines import DBT_PROJECT_DIR, PROJECT_ROOT
+from pipelines.settings import SettingsError, load_settings
+from tests.fixtures.pipeline_workdir import CONFIG, D1, run_cli, write_config
+
+pytestmark = pytest.mark.integration
+
+KEEP = 2
+RUNS = 5
+SMALL_CONFIG = (CONFIG.replace("demo: {nodes: 6, pods_per_node: 4}", "demo: {nodes: 3, pods_per_node: 2}")
+                .replace("  parquet_path: wh/parquet\n", f"  parquet_path: wh/parquet\n  keep_run_folders: {KEEP}\n"))
+
+
+# --- fast: the pruning functions ---------------------------------------------------------------------------
+
+def test_prune_run_folders_keeps_the_newest_and_those_in_use(tmp_path: Path, monkeypatch):
+    # importing the assets loads the manifest: parsed under this warehouse's state folder if not loaded yet
+    monkeypatch.setenv("KUBELEDGER_WAREHOUSE", str(tmp_path / "wh" / "kubeledger.duckdb"))
+    from pipelines.dagster_defs.assets_dbt import RUN_LOCK, prune_run_folders
+
+    tmp_path = tmp_path / "runs"
+    tmp_path.mkdir()
+
+    names = [f"2026030{d}T010000Z-run{d}" for d in range(1, 7)]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dbt.log").write_text("x" * 100)
+    with open(tmp_path / names[0] / RUN_LOCK, "a+") as busy:  # the oldest is still being written by a dbt call
+        fcntl.flock(busy, fcntl.LOCK_EX)
+        removed = prune_run_folders(tmp_path, 2)
+    assert sorted(p.name for p in removed) == names[1:4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [names[0], *names[4:]]
+    prune_run_folders(tmp_path, 0)
+    assert list(tmp_path.iterdir()) == []
+    assert prune_run_folders(tmp_path / "missing", 3) == []
+
+
+def test_keep_run_folders_is_validated(tmp_path: Path):
+    cfg = tmp_path / "kubeledger.yaml"
+    assert load_settings(write_config(tmp_path)).warehouse.keep_run_folders == 3
+    for bad in ("101", "-1", "2.5", "yes"):
+        cfg.write_text(f"warehouse:\n  keep_run_folders: {bad}\n")
+        with pytest.raises(SettingsError) as err:
+            load_settings(cfg)
+        assert str(err.value).startswith(f"{cfg}: warehouse.keep_run_folders: ") and "0..100" in str(err.value)
+        assert "\n" not in str(err.value)
+
+
+def test_prune_runs_deletes_old_runs_but_never_a_days_latest_build(tmp_path: Path, monkeypatch):
+    import dagster as dg
+
+    from pipelines.dagster_defs.instance import prune_runs
+
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    day = dg.DailyPartitionsDefinition(start_date="2026-01-01")
+    hour = dg.HourlyPartitionsDefinition(start_date="2026-01-01-00:00")
+
+    @dg.asset(partitions_def=day)
+    def mart():
+        return 1
+
+    @dg.asset(partitions_def=hour)
+    def raw():
+        return 1
+
+    @dg.asset
+    def broken():
+        raise RuntimeError("fails on purpose")
+
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        quiet = {"instance": instance, "raise_on_error": False}
+        first = dg.materialize([mart], partition_key="2026-01-02", **quiet).run_id
+        rebuild = dg.materialize([mart], partition_key="2026-01-02", **quiet).run_id
+        extract = dg.materialize([raw], partition_key="2026-01-02-05:00", **quiet).run_id
+        failed = dg.materialize([broken], **quiet).run_id
+        other_day = dg.materialize([mart], partition_key="2026-01-03", **quiet).run_id
+        shards = tmp_path / "history" / "runs"
+        assert (shards / f"{first}.db").exists()
+
+        assert prune_runs(instance, 1) == []  # nothing is older than a day
+        later = datetime.now(UTC) + timedelta(days=2)
+        assert prune_runs(instance, 1, now=later, limit=1) == [first]  # bounded, oldest first
+        assert prune_runs(instance, 1, now=later) == [extract, failed]
+        assert [r.run_id for r in instance.get_runs()] == [other_day, rebuild]  # each holds a day's latest build
+        assert instance.get_materialized_partitions(mart.key) == {"2026-01-02", "2026-01-03"}
+        assert not (shards / f"{first}.db").exists() and not (shards / f"{failed}.db").exists()
+
+
+# --- slow: five real materialisations ------------------------------------------------------------------------
+
+def _tracked(folder: Path) -> set[str]:
+    out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, check=False)
+    return {str(PROJECT_ROOT / p) for p in out.stdout.split("\0") if p} if out.returncode == 0 else set()
+
+
+def code_tree_listing() -> dict[str, tuple[int, int] | None]:
+    """What a run could leave in the code tree: every file or folder under dbt_project/ that git does not track
+    (target/, logs/, .user.yml, dbt_packages/...) with its size and mtime, and the repository root's entries.
+    Bytecode caches are left out (Python writes them, and other test sessions may, at any time)."""
+    tracked = _tracked(DBT_PROJECT_DIR)
+    out: dict[str, tuple[int, int] | None] = {}
+    for path in DBT_PROJECT_DIR.rglob("*"):
+        if "__pycache__" in path.parts or str(path) in tracked:
+            continue
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue
+        out[str(path)] = None if path.is_dir() else (st.st_size, st.st_mtime_ns)
+    for entry in PROJECT_ROOT.iterdir():
+        if entry.name not in (".git", ".pytest_cache", ".ruff_cache", ".hypothesis", "__pycache__"):
+            out.setdefault(str(entry), None)
+    return out
+
+
+def disk_use(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+@pytest.mark.slow
+def test_run_folders_stay_bounded_and_nothing_lands_in_the_code_tree(tmp_path: Path):
+    workdir = tmp_path / "work"
+    write_config(workdir).write_text(SMALL_CONFIG)
+    state = workdir / "wh" / "state" / "dbt"
+    before = code_tree_listing()
+    sizes, counts, took = [], [], []
+    for _ in range(RUNS):
+        t0 = time.perf_counter()
+        run_cli(workdir, "materialize", "--date", D1.isoformat())
+        took.append(round(time.perf_counter() - t0, 1))
+        sizes.append(disk_use(state))
+        counts.append({a: len(list((state / "runs" / a).iterdir())) for a in ("dbt_reference", "dbt_daily")})
+    print(f"\n{RUNS} materialisations took {took} s; state/dbt bytes after each: {sizes}; folders: {counts}")
+
+    assert counts[0] == {"dbt_reference": 1, "dbt_daily": 1}
+    assert all(c == {"dbt_reference": KEEP, "dbt_daily": KEEP} for c in counts[KEEP - 1:]), counts
+    # the same day rebuilt: once KEEP folders exist, every later run replaces one; a few % for logs that differ
+    steady = sizes[KEEP - 1]
+    assert all(size <= steady * 1.05 for size in sizes[KEEP:]), sizes
+    for folder in (state / "runs" / "dbt_daily").iterdir():
+        assert (folder / "run_results.json").is_file() and (folder / "dbt.log").is_file()  # target and logs
+    assert len(list((state / "manifest").iterdir())) == 1  # parsed once for this project content
+
+    after = code_tree_listing()
+    added = sorted(set(after) - set(before))
+    changed = sorted(p for p in set(after) & set(before) if after[p] != before[p])
+    assert not added and not changed, f"written into the code tree: added {added[:20]}, changed {changed[:20]}"
+
+
+@pytest.mark.slow
+def test_manifest_is_parsed_outside_a_read_only_project(tmp_path: Path):
+    """At load time the manifest is read from (or parsed into) the state folder, never dbt_project/target: the
+    assets load with the project folder untouched."""
+    warehouse = tmp_path / "wh" / "kubeledger.duckdb"
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "KUBELEDGER_CONFIG")}
+    env.update(KUBELEDGER_WAREHOUSE=str(warehouse), PYTHONDONTWRITEBYTECODE="1", DO_NOT_TRACK="1")
+    before = code_tree_listing()
+    code = ("import pipelines.dagster_defs.assets_dbt as m; print(m.MANIFEST); "
+            "print(m.dbt_daily_assets.keys and len(m.dbt_daily_assets.keys))")
+    with tempfile.TemporaryDirectory() as cwd:
+        out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    manifest = Path(out.stdout.splitlines()[0])
+    assert manifest.parent.parent == tmp_path / "wh" / "state" / "dbt" / "manifest"
+    assert (manifest.parent / "partial_parse.msgpack").is_file() and (manifest.parent / "dbt.log").is_file()
+    assert int(out.stdout.splitlines()[1]) > 10
+    after = code_tree_listing()
+    assert {p: v for p, v in after.items() if before.get(p, "new") != v} == {}
