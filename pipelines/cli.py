@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -98,18 +99,36 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     return dict(reporter.timings)
 
 
+DBT_FAILED_RE = re.compile(r"The dbt CLI process with command\s+`\S+ (\w+).*?failed with exit code `(\d+)`", re.S)
+
+
+def _error_line(message: str) -> str:
+    """The first line of an error, without the exception's module path; dbt's failures said in a few words."""
+    dbt = DBT_FAILED_RE.search(message)
+    if dbt:
+        return f"dbt {dbt.group(1)} failed (exit code {dbt.group(2)})"
+    lines = [ln for ln in message.strip().splitlines() if ln.strip()]
+    first = re.sub(r"^[\w.]+\.(\w+(Error|Exception)): ", r"\1: ", lines[0]) if lines else "failed"
+    return first[:300]
+
+
 def _failure_line(job_name: str, result: Any) -> str:
-    """One line: the failed step and the first line of its error, and the checks that failed."""
+    """One line: the failed step and its error, the checks that failed, and whether anything was published."""
     parts = []
+    published = False
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
             error = event.step_failure_data.error
-            message = (error.message if error else "").strip().splitlines()
-            parts.append(f"step {event.step_key}: {message[0][:300] if message else 'failed'}")
-    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+            parts.append(f"step {event.step_key}: {_error_line(error.message if error else '')}")
+        elif event.event_type_value == "STEP_SUCCESS" and (event.step_key or "").startswith("serving"):
+            published = True
+    failed = [e for e in result.get_asset_check_evaluations()
+              if not e.passed and getattr(e.severity, "value", "ERROR") != "WARN"]
     if failed:
-        parts.append("failed checks: " + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}"
-                                                  for c in failed[:10]))
+        parts.append(f"{len(failed)} failed check{'s' if len(failed) != 1 else ''}: "
+                     + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}" for c in failed[:5]))
+    if job_name == "daily_warehouse" and not published:
+        parts.append("nothing was published (the serving copy is unchanged)")
     return f"job {job_name} failed" + (f": {'; '.join(parts)}" if parts else "")
 
 
@@ -128,16 +147,21 @@ class Session:
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
 
-    def close(self, ok: bool) -> None:
+    def close(self, error: str | None = None) -> None:
+        """Finish the display; on failure, the failed checks (or dbt's errors), the one-line error, then the
+        log file's path."""
         self.reporter.close()
+        ok = error is None
         failed = [c for c in self.reporter.checks if not c.passed]
         for check in failed[:10]:
-            self.reporter.echo(f"  check failed: {check.asset} {check.name}"
-                               + (f": {check.detail}" if check.detail else ""), err=not ok)
-        if not ok:
+            self.reporter.echo(f"  check {'warning' if check.warning else 'failed'}: {check.asset} {check.name}"
+                               + (f" ({check.detail})" if check.detail else ""), err=not ok)
+        if not ok and not failed:
             for line in self.reporter.dbt_problems[-10:]:
                 self.reporter.echo(f"  dbt: {line}", err=True)
         self.log.close()
+        if error:
+            self.reporter.echo(f"kubeledger: {error}", err=True)
         self.reporter.echo(f"log: {self.log.path}", err=not ok)
 
 
@@ -150,28 +174,22 @@ def _work(args: argparse.Namespace, settings: Settings, argv: list[str], header:
     try:
         body(session)
     except RunFailed as exc:
-        session.close(ok=False)
-        print(f"kubeledger: {exc}", file=sys.stderr)
+        session.close(str(exc))
         return EXIT_FAILED
     except (SettingsError, DateError) as exc:
-        session.close(ok=False)
-        print(f"kubeledger: {exc}", file=sys.stderr)
+        session.close(str(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
-        session.close(ok=False)
-        print("kubeledger: interrupted", file=sys.stderr)
+        session.close("interrupted")
         return 130
     except Exception as exc:
         from pipelines.dagster_defs.instance import InstanceError
 
         logging.getLogger("kubeledger.cli").exception("failed")
-        session.close(ok=False)
-        first = str(exc).strip().splitlines()
-        what = first[0][:300] if first else type(exc).__name__
-        print(f"kubeledger: {what if isinstance(exc, InstanceError) else f'{type(exc).__name__}: {what}'}",
-              file=sys.stderr)
+        what = _error_line(str(exc)) if str(exc).strip() else type(exc).__name__
+        session.close(what if isinstance(exc, InstanceError) else f"{type(exc).__name__}: {what}")
         return EXIT_FAILED
-    session.close(ok=True)
+    session.close()
     return 0
 
 

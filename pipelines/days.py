@@ -7,7 +7,8 @@ first hourly partition at its midnight) is, in order:
 2. `schedule.start_date` in kubeledger.yaml;
 3. the day recorded in `<warehouse folder>/state/partitions-start` by the first `kubeledger` command that did
    work (so the partition set does not move when old raw rows are pruned);
-4. the earliest raw hour in the warehouse;
+4. the earliest day in the warehouse: its earliest raw hour, or an older day already in the marts (raw rows are
+   pruned after `warehouse.raw_retention_days`, marts are kept), so an existing warehouse keeps its history;
 5. 2025-01-01 when every cluster is a demo cluster (the demo synthesises any day);
 6. 35 days before today (a cluster installed last week does not show 700 missing days in the UI).
 """
@@ -57,8 +58,9 @@ def _parse_day(text: str) -> date | None:
         return None
 
 
-def earliest_raw_hour(settings: Settings) -> datetime | None:
-    """The oldest hour in raw.node_hours, or None (no warehouse, no rows, or the file is locked by a writer)."""
+def earliest_day(settings: Settings) -> date | None:
+    """The oldest day in the warehouse (raw.node_hours or marts.fct_cluster_daily), or None (no warehouse, no rows,
+    or the file is locked by a writer)."""
     path = settings.warehouse_path
     if not path.is_file():
         return None
@@ -68,12 +70,18 @@ def earliest_raw_hour(settings: Settings) -> datetime | None:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error:
         return None
+    days = []
     try:
-        return con.execute("select min(hour_ts) from raw.node_hours").fetchone()[0]
-    except duckdb.Error:
-        return None
+        for sql in ("select cast(min(hour_ts) as date) from raw.node_hours",
+                    "select min(usage_date) from marts.fct_cluster_daily"):
+            try:
+                days.append(con.execute(sql).fetchone()[0])
+            except duckdb.Error:
+                continue
     finally:
         con.close()
+    days = [d for d in days if d is not None]
+    return min(days) if days else None
 
 
 def first_day(settings: Settings, today: date | None = None) -> FirstDay:
@@ -93,9 +101,9 @@ def first_day(settings: Settings, today: date | None = None) -> FirstDay:
         day = None
     if day is not None:
         return FirstDay(day, f"recorded at the first run in {recorded}")
-    earliest = earliest_raw_hour(settings)
+    earliest = earliest_day(settings)
     if earliest is not None:
-        return FirstDay(earliest.date(), "the earliest raw hour in the warehouse", recordable=True)
+        return FirstDay(earliest, "the earliest day in the warehouse", recordable=True)
     if all(c.source == "demo" for c in settings.clusters):
         return FirstDay(DEMO_START, "the demo default: every cluster is a demo cluster", recordable=True)
     return FirstDay(today - timedelta(days=DEFAULT_LOOKBACK_DAYS),

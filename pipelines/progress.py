@@ -41,7 +41,9 @@ DBT_PROBLEM_RE = re.compile(r"(Failure in |Database Error|Runtime Error|Compilat
 # Messages nobody can act on, kept out of the console (they stay in the log file):
 # dagster-dbt records a dbt *source* test (a test on a raw table, which the extract assets own) as an asset
 # observation and says so at WARNING for each of them, on every run.
-UNACTIONABLE = (re.compile(r"Logging an `AssetObservation` instead of an `AssetCheckResult` for dbt test `source_"),)
+# Dagster says, at ERROR, for each step it does not run after a failure; the failure itself is reported.
+UNACTIONABLE = (re.compile(r"Logging an `AssetObservation` instead of an `AssetCheckResult` for dbt test `source_"),
+                re.compile(r"^Dependencies for step \S+ (failed|were not executed)"))
 
 STAGE_LABELS = {"reference": "reference", "extract": "extract", "transform": "transform", "checks": "checks",
                 "publish": "publish"}
@@ -203,7 +205,8 @@ class _LineLogger(io.TextIOBase):
         if not line.strip():
             return
         node = DBT_NODE_RE.match(line)
-        level = logging.WARNING if node and node.group(3) in ("WARN", "ERROR", "FAIL") else logging.DEBUG
+        # a test at severity warn is worth a line; failures and errors are summed up when the run fails
+        level = logging.WARNING if node and node.group(3) == "WARN" else logging.DEBUG
         self.logger.log(level, line)
 
 
@@ -261,6 +264,7 @@ class CheckResult:
     name: str
     passed: bool
     detail: str
+    warning: bool = False  # failed at severity WARN: reported, nothing blocked
 
 
 class Reporter:
@@ -293,7 +297,6 @@ class Reporter:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
-                MofNCompleteColumn,
                 Progress,
                 SpinnerColumn,
                 TextColumn,
@@ -301,7 +304,7 @@ class Reporter:
             )
 
             self._progress = Progress(SpinnerColumn(), TextColumn("  {task.description}"), BarColumn(),
-                                      MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[count]}"), TimeElapsedColumn(),
                                       console=Console(file=self.out), transient=True)
             self._progress.start()
         return self._progress
@@ -322,7 +325,7 @@ class Reporter:
         self.current = key
         progress = self._live()
         if progress is not None:
-            stage.task = progress.add_task(STAGE_LABELS.get(key, key), total=total, unit=unit)
+            stage.task = progress.add_task(STAGE_LABELS.get(key, key), total=total, count=_count(stage))
         return stage
 
     def advance(self, key: str, done: float | None = None, total: float | None = None, unit: str | None = None
@@ -337,7 +340,7 @@ class Reporter:
         if unit is not None:
             stage.unit = unit
         if stage.task is not None and self._progress is not None:
-            self._progress.update(stage.task, completed=stage.done, total=stage.total, unit=stage.unit)
+            self._progress.update(stage.task, completed=stage.done, total=stage.total, count=_count(stage))
         elif not self.live:
             now = time.perf_counter()
             if now - stage.last_plain >= PLAIN_PROGRESS_EVERY_S and stage.total:
@@ -364,6 +367,11 @@ class Reporter:
         detail = stage.detail or (f"{stage.done:.0f} {stage.unit}" if stage.unit and stage.done else "")
         self.echo(f"  {STAGE_LABELS.get(key, key)}: {stage.status} in {elapsed:.1f} s"
                   + (f" ({detail})" if detail else ""))
+
+
+def _count(stage: Stage) -> str:
+    """'33/145 dbt nodes' when the total is known, else nothing (the bar pulses)."""
+    return f"{stage.done:.0f}/{stage.total:.0f} {stage.unit}" if stage.total else ""
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -451,17 +459,21 @@ class Observer(logging.Handler):
             elif stage == "transform":
                 r.set_status(stage, "ok", self.dbt_detail())
         elif kind == "STEP_FAILURE":
-            r.set_status(stage_of(job_name, step), "FAILED")
+            stage = stage_of(job_name, step)
+            r.set_status(stage, "FAILED", self.dbt_detail() if stage == "transform" else None)
         elif kind == "ASSET_CHECK_EVALUATION":
             evaluation = event.asset_check_evaluation_data
             if stage_of(job_name, step) == "checks" or not evaluation.passed:
+                warning = getattr(evaluation.severity, "value", str(evaluation.severity)) == "WARN"
                 r.checks.append(CheckResult(evaluation.asset_key.to_user_string(), evaluation.check_name,
-                                            evaluation.passed, _check_detail(evaluation)))
+                                            evaluation.passed, _check_detail(evaluation), warning))
             if r.current == "checks":
                 passed = sum(1 for c in r.checks if c.passed)
-                failed = [c for c in r.checks if not c.passed]
-                r.set_status("checks", "ok" if not failed else "FAILED",
-                             f"{passed} passed" + (f", {len(failed)} failed" if failed else ""))
+                failed = sum(1 for c in r.checks if not c.passed and not c.warning)
+                warned = sum(1 for c in r.checks if not c.passed and c.warning)
+                r.set_status("checks", "ok" if not failed else "FAILED", f"{passed} passed"
+                             + (f", {failed} failed" if failed else "")
+                             + (f", {warned} warning{'s' if warned != 1 else ''}" if warned else ""))
 
     def dbt_detail(self) -> str:
         parts = [f"{self.models} model{'s' if self.models != 1 else ''}"] if self.models else []
@@ -495,14 +507,18 @@ class Observer(logging.Handler):
             self.dbt_summary = line.strip()
 
 
+CHECK_METADATA_SKIPPED = {"Execution Duration", "unique_id", "invocation_id", "status"}  # dbt's bookkeeping
+CHECK_METADATA_NAMES = {"dagster_dbt/failed_row_count": "failed rows"}
+
+
 def _check_detail(evaluation: Any) -> str:
     parts = []
     for key, value in (evaluation.metadata or {}).items():
         raw = getattr(value, "value", value)
-        if raw in (None, [], {}, 0) and key not in ("incomplete",):
+        if key in CHECK_METADATA_SKIPPED or raw in (None, [], {}):
             continue
         text = str(raw)
-        parts.append(f"{key}={text[:160]}{'…' if len(text) > 160 else ''}")
+        parts.append(f"{CHECK_METADATA_NAMES.get(key, key)} {text[:160]}{'…' if len(text) > 160 else ''}")
     return "; ".join(parts)[:400]
 
 

@@ -120,8 +120,10 @@ def last_runs(settings: Settings) -> list[RunInfo] | None:
         record = records[0]
         run = record.dagster_run
         tags = run.tags
-        days = tags.get("dagster/partition") or (
-            f"{tags[RANGE_START_TAG]}..{tags[RANGE_END_TAG]}" if RANGE_START_TAG in tags else "")
+        days = tags.get("dagster/partition") or ""
+        if RANGE_START_TAG in tags:  # hourly ranges are shown as days: 2026-03-01-00:00 -> 2026-03-01
+            first, last = tags[RANGE_START_TAG][:10], tags.get(RANGE_END_TAG, "")[:10]
+            days = first if first == last else f"{first}..{last}"
         info = RunInfo(job, run.run_id, run.status.value, record.start_time, record.end_time, days)
         if job == "daily_warehouse":
             for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):

@@ -4,9 +4,10 @@ Nothing is written into the code tree, and nothing grows without bound:
 
 - the manifest Dagster builds the assets from is parsed once per content of the dbt project (its files plus the
   dbt versions: `project_hash`) into `<warehouse folder>/state/dbt/manifest/<hash>/`, with dbt's partial-parse
-  file and log; the newest `MANIFESTS_KEPT` such folders are kept. A manifest prepared at build or install time
-  (`python -m pipelines.dagster_defs.assets_dbt` writes `dbt_project/target/manifest.json` and its hash) is used
-  instead while the project still has that hash, so a read-only install never parses;
+  file and log; the newest `MANIFESTS_KEPT` such folders are kept (the user's cache folder stands in when no
+  warehouse is configured). A manifest prepared at build or install time (`python -m
+  pipelines.dagster_defs.assets_dbt` writes `dbt_project/target/manifest.json` and its hash) is used instead
+  while the project still has that hash, so a read-only install never parses;
 - every dbt call writes its target and log folder to `<warehouse folder>/state/dbt/runs/<asset>/<UTC time>-<run
   id>/` (dagster-dbt's default is a new `dbt_project/target/<asset>-<run>-<uuid>/` per call, never removed);
   after the call only the newest `warehouse.keep_run_folders` (default 3) folders of each asset are kept.
@@ -33,7 +34,7 @@ from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, dai
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import KubeledgerResource
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
-from pipelines.settings import Settings
+from pipelines.settings import DEFAULT_CONFIG_NAME, Settings, SettingsError, load_settings
 from pipelines.steps import dbt_vars
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
@@ -84,25 +85,41 @@ def project_hash() -> str:
     return digest.hexdigest()[:20]
 
 
-def manifest_root() -> Path:
-    """Where parsed manifests go: the warehouse's state folder (the CLI and build_definitions put the warehouse
-    path in KUBELEDGER_WAREHOUSE before the assets load), else the user's cache folder."""
+def manifest_warehouse() -> Path | None:
+    """The warehouse whose state folder holds the parsed manifests: $KUBELEDGER_WAREHOUSE (the CLI sets it), else
+    the one the configuration file names ($KUBELEDGER_CONFIG or ./kubeledger.yaml, as `dagster dev` loads it).
+    None without either: then the user's cache folder holds them (a bare import never creates a warehouse
+    folder in the working directory)."""
     warehouse = os.environ.get("KUBELEDGER_WAREHOUSE")
     if warehouse:
-        return dbt_state_dir(Path(warehouse)) / "manifest"
+        return Path(warehouse).absolute()
+    if not (os.environ.get("KUBELEDGER_CONFIG") or (Path.cwd() / DEFAULT_CONFIG_NAME).is_file()):
+        return None
+    try:
+        return load_settings().warehouse_path
+    except (SettingsError, OSError):
+        return None  # the Definitions report the configuration problem
+
+
+def manifest_root(warehouse: Path | None) -> Path:
+    if warehouse is not None:
+        return dbt_state_dir(warehouse) / "manifest"
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "kubeledger" / "dbt-manifest"
 
 
-def _parse(target: Path, seed_from: Path | None = None) -> None:
+def _parse(target: Path, seed_from: Path | None = None, warehouse: Path | None = None) -> None:
     """`dbt parse` into `target`, reusing the partial-parse file of `seed_from` (dbt re-reads what changed)."""
     target.mkdir(parents=True, exist_ok=True)
     if seed_from is not None and (seed_from / PARTIAL_PARSE).is_file():
         shutil.copyfile(seed_from / PARTIAL_PARSE, target / PARTIAL_PARSE)
+    env = {**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    if warehouse is not None:  # the profile names the warehouse (its file name is the manifest's database)
+        env["KUBELEDGER_WAREHOUSE"] = str(warehouse)
     # the venv's dbt (dagster-dbt's preparer looks for `dbt` on PATH); cwd outside the project: nothing relative
     # to it lands in the code tree
     subprocess.run([dbt_executable(), *parse_args(str(DBT_PROJECT_DIR), str(target))], check=True, cwd=target,
-                   env={**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+                   env=env)
 
 
 def _prune_manifests(root: Path, current: Path) -> None:
@@ -131,7 +148,8 @@ def ensure_manifest() -> Path:
     stamp = prepared.parent / PREPARED_HASH_FILE
     if prepared.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
         return prepared
-    root = manifest_root()
+    warehouse = manifest_warehouse()
+    root = manifest_root(warehouse)
     folder = root / digest
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -141,7 +159,7 @@ def ensure_manifest() -> Path:
         tmp = root / f".{digest}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            _parse(tmp, seed)
+            _parse(tmp, seed, warehouse)
             try:
                 os.rename(tmp, folder)  # whole folder at once: a concurrent loader sees all of it or nothing
             except OSError:

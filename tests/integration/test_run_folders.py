@@ -156,7 +156,7 @@ def test_run_folders_stay_bounded_and_nothing_lands_in_the_code_tree(tmp_path: P
         counts.append({a: len(list((state / "runs" / a).iterdir())) for a in ("dbt_reference", "dbt_daily")})
     print(f"\n{RUNS} materialisations took {took} s; state/dbt bytes after each: {sizes}; folders: {counts}")
 
-    assert counts[0] == {"dbt_reference": 1, "dbt_daily": 1}
+    assert all(1 <= n <= KEEP for c in counts for n in c.values()), counts
     assert all(c == {"dbt_reference": KEEP, "dbt_daily": KEEP} for c in counts[KEEP - 1:]), counts
     # the same day rebuilt: once KEEP folders exist, every later run replaces one; a few % for logs that differ
     steady = sizes[KEEP - 1]

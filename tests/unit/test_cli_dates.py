@@ -189,3 +189,17 @@ def test_format_ranges():
     d = date(2026, 3, 1)
     days = [d, d + timedelta(days=1), d + timedelta(days=2), d + timedelta(days=5)]
     assert format_ranges(days) == "2026-03-01..2026-03-03, 2026-03-06"
+
+
+def test_an_existing_warehouse_keeps_its_older_marts_in_the_partitions(tmp_path):
+    # raw rows are pruned after warehouse.raw_retention_days, marts are kept: the older marts stay materialisable
+    prom = load_settings(write(tmp_path, PROM))
+    (tmp_path / "wh").mkdir()
+    con = duckdb.connect(str(tmp_path / "wh" / "kubeledger.duckdb"))
+    con.execute("create schema raw; create table raw.node_hours (cluster varchar, hour_ts timestamp)")
+    con.execute("insert into raw.node_hours values ('prod', timestamp '2026-10-01 00:00')")
+    con.execute("create schema marts; create table marts.fct_cluster_daily (cluster varchar, usage_date date)")
+    con.execute("insert into marts.fct_cluster_daily values ('prod', date '2025-06-15')")
+    con.close()
+    first = first_day(prom, date(2026, 12, 1))
+    assert first.day == date(2025, 6, 15) and first.why == "the earliest day in the warehouse"
