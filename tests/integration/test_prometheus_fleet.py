@@ -88,6 +88,7 @@ def fleet(prometheus_scenario: Any, tmp_path_factory: pytest.TempPathFactory) ->
 warehouse: {{path: wh/w.duckdb, serving_path: wh/s.duckdb, parquet_path: wh/parquet}}
 clusters:{clusters}
 carbon: {{provider: none}}
+schedule: {{start_date: "2025-01-01"}}  # the scenario's day is older than the default first day
 pricing: {{instance_sheet: prices.csv}}
 sharing: {{shared_namespaces: [{SHARED_NAMESPACE}], monthly_overhead_usd: {OVERHEAD_MONTHLY_USD}}}
 """)

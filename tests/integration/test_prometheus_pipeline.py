@@ -32,6 +32,7 @@ clusters:
     source: prometheus
     prometheus: {{url: "{prometheus_scenario.url}", cluster_label: cluster, cluster_label_value: big}}
 carbon: {{provider: none}}
+schedule: {{start_date: "2025-01-01"}}  # the scenario's day is older than the default first day
 """)
     env = {**os.environ, "DO_NOT_TRACK": "1"}
     env.pop("DAGSTER_HOME", None)

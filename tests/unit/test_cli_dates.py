@@ -203,3 +203,12 @@ def test_an_existing_warehouse_keeps_its_older_marts_in_the_partitions(tmp_path)
     con.close()
     first = first_day(prom, date(2026, 12, 1))
     assert first.day == date(2025, 6, 15) and first.why == "the earliest day in the warehouse"
+
+
+def test_config_is_taken_out_of_a_pass_through_command():
+    from pipelines.cli import _pop_config
+
+    assert _pop_config(["--window", "7d", "--config", "a.yaml", "--aggregate", "namespace"]) == (
+        ["--window", "7d", "--aggregate", "namespace"], "a.yaml")
+    assert _pop_config(["--config=b.yaml"]) == ([], "b.yaml")
+    assert _pop_config(["--window", "7d"]) == (["--window", "7d"], None)
