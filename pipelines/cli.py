@@ -60,6 +60,7 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
     from pipelines.dagster_defs.resources import pinned_run_config
     from pipelines.definitions import build_definitions
+    from pipelines.reference_inputs import record_reference, reference_is_current
 
     instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
     defs = build_definitions(settings)
@@ -86,7 +87,13 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
             raise RunFailed(_failure_line(job_name, result))
 
     first, last = start.isoformat(), end.isoformat()
-    run("reference")
+    if reference_is_current(settings):  # seeds and price files unchanged since the last good reference run
+        reporter.start_stage("reference")
+        reporter.set_status("reference", "skipped", "inputs unchanged since the last run")
+        reporter.finish_stage()
+    else:
+        run("reference")
+        record_reference(settings)
     if extract:
         run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
             run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
