@@ -157,7 +157,9 @@ def test_run_folders_stay_bounded_and_nothing_lands_in_the_code_tree(tmp_path: P
     print(f"\n{RUNS} materialisations took {took} s; state/dbt bytes after each: {sizes}; folders: {counts}")
 
     assert all(1 <= n <= KEEP for c in counts for n in c.values()), counts
-    assert all(c == {"dbt_reference": KEEP, "dbt_daily": KEEP} for c in counts[KEEP - 1:]), counts
+    # the daily build runs every time and keeps KEEP folders; the reference job runs once (its inputs never change
+    # here, pipelines/reference_inputs.py), so it keeps one
+    assert all(c == {"dbt_reference": 1, "dbt_daily": KEEP} for c in counts[KEEP - 1:]), counts
     # the same day rebuilt: once KEEP folders exist, every later run replaces one; a few % for logs that differ
     steady = sizes[KEEP - 1]
     assert all(size <= steady * 1.05 for size in sizes[KEEP:]), sizes
