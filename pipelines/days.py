@@ -101,11 +101,13 @@ def first_day(settings: Settings, today: date | None = None) -> FirstDay:
         day = None
     if day is not None:
         return FirstDay(day, f"recorded at the first run in {recorded}")
+    # demo clusters first: the answer must not depend on whether another process holds the warehouse's write lock
+    # (every process loading the definitions must compute the same partitions)
+    if all(c.source == "demo" for c in settings.clusters):
+        return FirstDay(DEMO_START, "the demo default: every cluster is a demo cluster", recordable=True)
     earliest = earliest_day(settings)
     if earliest is not None:
         return FirstDay(earliest, "the earliest day in the warehouse", recordable=True)
-    if all(c.source == "demo" for c in settings.clusters):
-        return FirstDay(DEMO_START, "the demo default: every cluster is a demo cluster", recordable=True)
     return FirstDay(today - timedelta(days=DEFAULT_LOOKBACK_DAYS),
                     f"{DEFAULT_LOOKBACK_DAYS} days before the first run", recordable=True)
 
