@@ -7,9 +7,9 @@ first hourly partition at its midnight) is, in order:
 2. `schedule.start_date` in kubeledger.yaml;
 3. the day recorded in `<warehouse folder>/state/partitions-start` by the first `kubeledger` command that did
    work (so the partition set does not move when old raw rows are pruned);
-4. the earliest day in the warehouse: its earliest raw hour, or an older day already in the marts (raw rows are
+4. 2025-01-01 when every cluster is a demo cluster (the demo synthesises any day);
+5. the earliest day in the warehouse: its earliest raw hour, or an older day already in the marts (raw rows are
    pruned after `warehouse.raw_retention_days`, marts are kept), so an existing warehouse keeps its history;
-5. 2025-01-01 when every cluster is a demo cluster (the demo synthesises any day);
 6. 35 days before today (a cluster installed last week does not show 700 missing days in the UI).
 """
 
