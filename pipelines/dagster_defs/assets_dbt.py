@@ -32,7 +32,7 @@ from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 from pipelines import DBT_PROJECT_DIR, dbt_executable
 from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, daily_build_args, parse_args
 from pipelines.dagster_defs.partitions import daily_partitions
-from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
 from pipelines.settings import DEFAULT_CONFIG_NAME, Settings, SettingsError, load_settings
 from pipelines.steps import dbt_vars
@@ -239,7 +239,7 @@ TRANSLATOR = KubeledgerDbtTranslator()
 
 
 @dbt_assets(manifest=MANIFEST, select="resource_type:seed", name="dbt_reference", project=dbt_project,
-            dagster_dbt_translator=TRANSLATOR, pool="duckdb_writer")
+            dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
 def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource):
     """Reference seeds (prices, power profiles, zones, PUE, intensity defaults)."""
     yield from _dbt_call(context, dbt, ["seed"], kubeledger.settings, "dbt_reference")
@@ -253,7 +253,7 @@ class DailyBuildConfig(dg.Config):
 
 @dbt_assets(manifest=MANIFEST, exclude="resource_type:seed", name="dbt_daily", project=dbt_project,
             partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
-            dagster_dbt_translator=TRANSLATOR, pool="duckdb_writer")
+            dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
 def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
                      config: DailyBuildConfig):
     """staging → intermediate → marts for the days of the run's partition window (a range in backfills)."""

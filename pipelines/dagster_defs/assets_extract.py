@@ -5,13 +5,13 @@ import dagster as dg
 
 from pipelines import steps
 from pipelines.dagster_defs.partitions import hourly_partitions
-from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 from pipelines.warehouse.landing import METRICS_TABLES
 
 EXTRACT_KWARGS = dict(
     partitions_def=hourly_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    pool="duckdb_writer",
+    pool=WRITER_POOL,
     group_name="extract",
     kinds={"python", "duckdb"},
 )
@@ -39,7 +39,7 @@ METRICS_KEYS = [["raw", t] for t in METRICS_TABLES]
     specs=[dg.AssetSpec(k, group_name="extract", kinds={"python", "duckdb"},
                         description=f"Metrics per cluster-hour (Prometheus or demo) in raw.{k[1]}.")
            for k in METRICS_KEYS],
-    partitions_def=hourly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool="duckdb_writer",
+    partitions_def=hourly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL,
 )
 def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource, config: ExtractConfig):
     """Prometheus (cAdvisor + kube-state-metrics) or demo metrics for every cluster and hour of the run."""
@@ -104,7 +104,7 @@ PRICING_KEYS = [["raw", t] for t in ("price_sheet", "price_node_csv", "price_cus
     name="raw_pricing",
     specs=[dg.AssetSpec(k, group_name="reference", kinds={"python", "duckdb"},
                         description=f"Validated user price file rows in raw.{k[1]}.") for k in PRICING_KEYS],
-    pool="duckdb_writer",
+    pool=WRITER_POOL,
 )
 def raw_pricing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
     """Validated user price files (instance sheet, Kubecost CSV, OpenCost custom JSON)."""

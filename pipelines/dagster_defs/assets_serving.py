@@ -5,7 +5,7 @@ import dagster as dg
 
 from pipelines.dagster_defs.instance import prune_runs
 from pipelines.dagster_defs.partitions import daily_partitions
-from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 from pipelines.steps import prune_raw
 from pipelines.warehouse.publish import export_parquet, folder_size, publish_serving_copy
 
@@ -15,7 +15,7 @@ MART_KEYS = [["marts", name] for name in (
 
 
 @dg.asset(key=["serving", "warehouse"], deps=MART_KEYS, partitions_def=daily_partitions,
-          backfill_policy=dg.BackfillPolicy.single_run(), pool="duckdb_writer", group_name="serving",
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL, group_name="serving",
           kinds={"duckdb", "parquet"},
           description="Serving copy of the marts (atomic swap, DuckDB storage v1.4.0) and the Parquet export "
           "partitioned by cluster= and date=.")

@@ -7,7 +7,7 @@ from datetime import date
 import dagster as dg
 
 from pipelines.dagster_defs.partitions import daily_partitions
-from pipelines.dagster_defs.resources import KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 
 CLUSTER_DAILY = dg.AssetKey(["marts", "fct_cluster_daily"])
 ALLOCATION_DAILY = dg.AssetKey(["marts", "fct_allocation_daily"])
@@ -20,7 +20,7 @@ def _days(context: dg.AssetCheckExecutionContext) -> tuple[date, date]:
     return window.start.date(), window.end.date()
 
 
-@dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions,
+@dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions, pool=WRITER_POOL,
                 description="Share of each day's 24 hours with samples, per cluster and per node, is at least "
                 "quality.min_hour_coverage; below it the day is incomplete and is not published.")
 def hour_coverage(context: dg.AssetCheckExecutionContext, kubeledger: KubeledgerResource) -> dg.AssetCheckResult:
@@ -45,7 +45,7 @@ def hour_coverage(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledger
     )
 
 
-@dg.asset_check(asset=ALLOCATION_DAILY, blocking=True, partitions_def=daily_partitions,
+@dg.asset_check(asset=ALLOCATION_DAILY, blocking=True, partitions_def=daily_partitions, pool=WRITER_POOL,
                 description="No negative cost, energy or CO2e in the allocation and node marts.")
 def no_negative_amounts(context: dg.AssetCheckExecutionContext, kubeledger: KubeledgerResource) -> dg.AssetCheckResult:
     start, end = _days(context)
@@ -61,7 +61,7 @@ def no_negative_amounts(context: dg.AssetCheckExecutionContext, kubeledger: Kube
     return dg.AssetCheckResult(passed=bad == 0, metadata={"negative_rows": bad})
 
 
-@dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions,
+@dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions, pool=WRITER_POOL,
                 description="Workload + idle compute cost = node compute cost (1e-9 relative unless idle was "
                 "clamped); Σ container + idle energy and CO2e = node energy and CO2e.")
 def reconciliation(context: dg.AssetCheckExecutionContext, kubeledger: KubeledgerResource) -> dg.AssetCheckResult:
@@ -101,7 +101,7 @@ def reconciliation(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledge
                                                               "cluster_days": len(cost)})
 
 
-@dg.asset_check(asset=CLUSTER_DAILY, blocking=False, partitions_def=daily_partitions,
+@dg.asset_check(asset=CLUSTER_DAILY, blocking=False, partitions_def=daily_partitions, pool=WRITER_POOL,
                 description="Share of CO2e from estimated values; above quality.max_estimated_share it warns "
                 "with the reasons.")
 def estimated_share(context: dg.AssetCheckExecutionContext, kubeledger: KubeledgerResource) -> dg.AssetCheckResult:

@@ -17,6 +17,9 @@ from pydantic import PrivateAttr
 from pipelines.settings import Settings, load_settings, settings_from_json, settings_to_json
 from pipelines.steps import open_warehouse
 
+# DuckDB allows one process at a time on the file (a read-only open fails while another process writes): every
+# asset and asset check that opens the warehouse takes a slot of this pool (limit 1 in dagster_home/dagster*.yaml).
+WRITER_POOL = "duckdb_writer"
 SNAPSHOT_DAYS_KEPT = 7
 
 

@@ -193,8 +193,6 @@ def _keys(start: str, end: str, hourly: bool) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(strict=False, reason="flaky since the first-partition and run-folder changes: a run of the UI "
-                   "backfill sometimes fails (passed in 2 of 4 full runs); under investigation, see the stop note")
 def test_three_day_asset_backfill_over_graphql(dagster_dev):
     dag, workdir = dagster_dev
     nodes = dag.gql(ASSET_NODES)["assetNodes"]
@@ -230,7 +228,8 @@ def test_three_day_asset_backfill_over_graphql(dagster_dev):
         time.sleep(3)
     elapsed = time.monotonic() - t0
     failed = [r for r in backfill["runs"] if r["status"] != "SUCCESS"]
-    details = [dag.gql(RUN_LOGS, id=r["runId"])["logsForRun"] for r in failed[:2]]
+    details = [[e for e in dag.gql(RUN_LOGS, id=r["runId"])["logsForRun"].get("events", [])
+                if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")] for r in failed[:2]]
     assert backfill["status"] in {"COMPLETED", "COMPLETED_SUCCESS"} and not failed, (backfill, details)
     assert backfill["runs"], "the backfill launched no run"
     print(f"backfill {backfill_id}: {len(backfill['runs'])} runs in {elapsed:.0f} s")

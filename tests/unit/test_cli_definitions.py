@@ -67,3 +67,16 @@ def test_the_daily_schedule_skips_days_before_the_first(tmp_path):
                                        repository_def=defs.get_repository_def())
     builds = [r.partition_key for r in schedule.evaluate_tick(context).run_requests if r.partition_key]
     assert builds == ["2026-11-28", "2026-11-27"]
+
+
+def test_every_op_that_opens_the_warehouse_takes_the_writer_pool():
+    """DuckDB lets one process hold the file: a step without the pool fails with a lock error whenever it runs
+    beside another (the UI backfill's asset checks did, intermittently)."""
+    from pipelines.dagster_defs.resources import WRITER_POOL
+    from pipelines.definitions import build_definitions
+
+    graph = build_definitions(Settings(schedule=ScheduleSettings(start_date="2026-10-05"))).resolve_asset_graph()
+    ops = {ad.node_def.name: ad.node_def.pool for ad in graph.assets_defs
+           if ad.is_executable and "kubeledger" in ad.required_resource_keys}
+    assert len(ops) >= 10, ops
+    assert {name: pool for name, pool in ops.items() if pool != WRITER_POOL} == {}
