@@ -6,30 +6,15 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, is_dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
 
-from pipelines.settings_models import (
-    BoaviztaSettings,
-    CarbonSettings,
-    ClusterSettings,
-    DagsterSettings,
-    DemoSettings,
-    EnergySettings,
-    KubernetesSettings,
-    PricingSettings,
-    PrometheusSettings,
-    QualitySettings,
-    ScheduleSettings,
-    Settings,
-    SettingsError,
-    SharingSettings,
-    WarehouseSettings,
-)
+from pipelines import settings_models
+from pipelines.settings_models import ClusterSettings, Settings, SettingsError
 from pipelines.settings_rules import (
     CLUSTER_NAME_RE,
     CONTROL_RE,
@@ -143,19 +128,11 @@ def build(cls: type, data: Any, where: str, ctx: ValidationContext) -> Any:
     return cls(**kwargs)
 
 
-_NESTED = {
-    "PrometheusSettings": PrometheusSettings,
-    "KubernetesSettings": KubernetesSettings,
-    "DemoSettings": DemoSettings,
-    "WarehouseSettings": WarehouseSettings,
-    "CarbonSettings": CarbonSettings,
-    "BoaviztaSettings": BoaviztaSettings,
-    "PricingSettings": PricingSettings,
-    "SharingSettings": SharingSettings,
-    "EnergySettings": EnergySettings,
-    "QualitySettings": QualitySettings,
-    "ScheduleSettings": ScheduleSettings,
-    "DagsterSettings": DagsterSettings,
+# the nested sections by the type name their fields carry (annotations are text here): every settings dataclass
+# but the top level and the clusters' items
+_NESTED: dict[str, type] = {
+    name: cls for name, cls in vars(settings_models).items()
+    if isinstance(cls, type) and is_dataclass(cls) and cls not in (Settings, ClusterSettings)
 }
 
 
