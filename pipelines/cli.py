@@ -370,7 +370,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings, rest: list[str]) -> int:
-    from bench.__main__ import main as bench_main
+    from pipelines.bench_command import main as bench_main
 
     return bench_main(rest)
 

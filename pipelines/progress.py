@@ -10,7 +10,8 @@ Log file: everything, at DEBUG (Dagster events, dbt's output, Python warnings), 
 
 How: the CLI runs Dagster jobs in process with the `kubeledger` logger below instead of Dagster's console logger
 (which prints every DEBUG event), so every event reaches Python logging; dbt's output, which dagster-dbt writes
-to `sys.stdout`, is redirected into a logger line by line while a job runs.
+to `sys.stdout`, is redirected into a logger line by line while a job runs. The display itself (stage lines,
+rich or plain progress) is progress_display.py's Reporter; this module feeds it and keeps the log.
 """
 
 from __future__ import annotations
@@ -19,19 +20,18 @@ import io
 import logging
 import os
 import re
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from pipelines.progress_display import CheckResult, Reporter, Stage
 
 LOGS_KEPT = 20
 RUN_LOGGER = "kubeledger.run"  # Dagster events and step logs of the CLI's runs
 DBT_LOGGER = "kubeledger.dbt"  # dbt's output lines
-PLAIN_PROGRESS_EVERY_S = 30.0  # without a terminal, a progress line per long stage at most this often
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 DBT_NODE_RE = re.compile(r"^\s*(\d+) of (\d+) (START|OK|PASS|WARN|ERROR|FAIL|SKIP|NO-OP)\b(.*)$")
@@ -45,8 +45,9 @@ DBT_PROBLEM_RE = re.compile(r"(Failure in |Database Error|Runtime Error|Compilat
 UNACTIONABLE = (re.compile(r"Logging an `AssetObservation` instead of an `AssetCheckResult` for dbt test `source_"),
                 re.compile(r"^Dependencies for step \S+ (failed|were not executed)"))
 
-STAGE_LABELS = {"reference": "reference", "extract": "extract", "transform": "transform", "checks": "checks",
-                "publish": "publish"}
+__all__ = ["DBT_LOGGER", "LOGS_KEPT", "RUN_LOGGER", "CheckResult", "LogSession", "Observer", "Reporter", "Stage",
+           "capture_stdout", "cli_version", "log_dir", "new_log_file", "observe_landing", "run_logger_def",
+           "stage_of", "start_logging"]
 
 
 # --- log files ----------------------------------------------------------------------------------------------
@@ -243,143 +244,7 @@ def observe_landing(callback: Callable[[Any], None]) -> Iterator[None]:
         steps.land = original
 
 
-# --- the display --------------------------------------------------------------------------------------------
-
-@dataclass
-class Stage:
-    key: str
-    started: float
-    total: float | None = None
-    done: float = 0
-    unit: str = ""
-    status: str = "ok"
-    detail: str = ""
-    task: Any = None
-    last_plain: float = 0.0
-
-
-@dataclass
-class CheckResult:
-    asset: str
-    name: str
-    passed: bool
-    detail: str
-    warning: bool = False  # failed at severity WARN: reported, nothing blocked
-
-
-class Reporter:
-    """Stage lines, progress (live on a terminal, plain lines otherwise) and console messages."""
-
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, live: bool | None = None) -> None:
-        self.out, self.err = out or sys.stdout, err or sys.stderr
-        if live is None:
-            live = _isatty(self.out) and os.environ.get("TERM") != "dumb"
-        self.live = live
-        self.stages: dict[str, Stage] = {}
-        self.current: str | None = None
-        self.timings: dict[str, float] = {}
-        self.checks: list[CheckResult] = []
-        self.dbt_problems: list[str] = []
-        self.observer: Observer | None = None
-        self._progress: Any = None
-
-    # output ----------------------------------------------------------------------------------------------
-    def echo(self, text: str, err: bool = False) -> None:
-        if self._progress is not None:
-            self._progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
-            return
-        stream = self.err if err else self.out
-        stream.write(text + "\n")
-        stream.flush()
-
-    def _live(self) -> Any:
-        if self._progress is None and self.live:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                Progress,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(SpinnerColumn(), TextColumn("  {task.description}"), BarColumn(),
-                                      TextColumn("{task.fields[count]}"), TimeElapsedColumn(),
-                                      console=Console(file=self.out), transient=True)
-            self._progress.start()
-        return self._progress
-
-    def close(self) -> None:
-        self.finish_stage()
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-
-    # stages ----------------------------------------------------------------------------------------------
-    def start_stage(self, key: str, total: float | None = None, unit: str = "") -> Stage:
-        if self.current == key:
-            return self.stages[key]
-        self.finish_stage()
-        stage = Stage(key, time.perf_counter(), total, 0, unit, last_plain=time.perf_counter())
-        self.stages[key] = stage
-        self.current = key
-        progress = self._live()
-        if progress is not None:
-            stage.task = progress.add_task(STAGE_LABELS.get(key, key), total=total, count=_count(stage))
-        return stage
-
-    def advance(self, key: str, done: float | None = None, total: float | None = None, unit: str | None = None
-                ) -> None:
-        stage = self.stages.get(key)
-        if stage is None or self.current != key:
-            return
-        if total is not None:
-            stage.total = total
-        if done is not None:
-            stage.done = done
-        if unit is not None:
-            stage.unit = unit
-        if stage.task is not None and self._progress is not None:
-            self._progress.update(stage.task, completed=stage.done, total=stage.total, count=_count(stage))
-        elif not self.live:
-            now = time.perf_counter()
-            if now - stage.last_plain >= PLAIN_PROGRESS_EVERY_S and stage.total:
-                stage.last_plain = now
-                self.echo(f"  {STAGE_LABELS.get(key, key)}: {stage.done:.0f} of {stage.total:.0f} {stage.unit}")
-
-    def set_status(self, key: str, status: str, detail: str | None = None) -> None:
-        stage = self.stages.get(key)
-        if stage is not None:
-            stage.status = status
-            if detail is not None:
-                stage.detail = detail
-
-    def finish_stage(self) -> None:
-        key, self.current = self.current, None
-        if key is None:
-            return
-        stage = self.stages[key]
-        elapsed = time.perf_counter() - stage.started
-        self.timings[key] = self.timings.get(key, 0.0) + elapsed
-        if stage.task is not None and self._progress is not None:
-            self._progress.remove_task(stage.task)
-            stage.task = None
-        detail = stage.detail or (f"{stage.done:.0f} {stage.unit}" if stage.unit and stage.done else "")
-        self.echo(f"  {STAGE_LABELS.get(key, key)}: {stage.status} in {elapsed:.1f} s"
-                  + (f" ({detail})" if detail else ""))
-
-
-def _count(stage: Stage) -> str:
-    """'33/145 dbt nodes' when the total is known, else nothing (the bar pulses)."""
-    return f"{stage.done:.0f}/{stage.total:.0f} {stage.unit}" if stage.total else ""
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
+# --- the runs' events and dbt's lines -> the display --------------------------------------------------------
 
 def stage_of(job_name: str, step_key: str) -> str:
     if job_name == "reference":

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pipelines.serving.errors import QueryError
+from pipelines.timeutil import DAY, from_epoch, midnight, naive_utc, utc_now
 
-DAY = timedelta(days=1)
 MAX_DAYS = 3660
 MAX_STEPS = 1100
 WINDOW_ALLOWED = ("use today, yesterday, week, month, lastweek, lastmonth, Nd, Nw, Nh, Nm, "
@@ -54,17 +54,6 @@ class DaySpan:
         return self.end <= self.start
 
 
-def _midnight(dt: datetime) -> datetime:
-    return datetime(dt.year, dt.month, dt.day)
-
-
-def utc_now(now: datetime | None = None) -> datetime:
-    n = now or datetime.now(UTC)
-    if n.tzinfo is not None:
-        n = n.astimezone(UTC).replace(tzinfo=None)
-    return n
-
-
 def _minutes(count: int, unit: str) -> int:
     return count * _UNIT_MINUTES[unit]
 
@@ -73,16 +62,14 @@ def _parse_instant(text: str, part: str) -> datetime:
     part = part.strip()
     if re.fullmatch(r"\d{1,12}", part):
         try:
-            return datetime.fromtimestamp(int(part), UTC).replace(tzinfo=None)
+            return from_epoch(int(part))
         except (OverflowError, OSError, ValueError):
             raise QueryError("window", text, WINDOW_ALLOWED) from None
     try:
         dt = datetime.fromisoformat(part)
     except ValueError:
         raise QueryError("window", text, WINDOW_ALLOWED) from None
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(UTC).replace(tzinfo=None)
-    return dt
+    return naive_utc(dt)
 
 
 def parse_window(text: str | None, now: datetime | None = None) -> Window:
@@ -95,7 +82,7 @@ def parse_window(text: str | None, now: datetime | None = None) -> Window:
     raw = str(text)
     t = raw.strip().lower()
     n = utc_now(now)
-    today = _midnight(n)
+    today = midnight(n)
     if t == "today":
         return Window(today, today + DAY)
     if t == "yesterday":
@@ -145,7 +132,7 @@ def _day(dt: datetime) -> str:
 
 def answerable_days(window: Window, now: datetime | None = None, raw: str = "") -> DaySpan:
     """The complete whole UTC days answering `window`, with a note for everything left out or moved."""
-    today = _midnight(utc_now(now))
+    today = midnight(utc_now(now))
     notes: list[str] = []
     label = f"window {raw!r}: " if raw else "window: "
     if window.relative and window.end > today:
@@ -155,13 +142,13 @@ def answerable_days(window: Window, now: datetime | None = None, raw: str = "") 
                      f"complete day(s) {_day(start)}..{_day(end - DAY)} (moved back "
                      f"{shift.days} day(s); the store is daily)")
         return DaySpan(start, end, tuple(notes))
-    start = _midnight(window.start)
+    start = midnight(window.start)
     if start < window.start:
         start += DAY
         if start <= today:
             notes.append(f"{label}the partial day {_day(window.start)} (from {window.start:%H:%M} UTC) was left out; "
                          "the store is daily")
-    end = _midnight(window.end)
+    end = midnight(window.end)
     if window.end > today:
         end = today
         if start < today:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipelines import progress
+from pipelines import progress, progress_display
 from pipelines.progress import DBT_LOGGER, RUN_LOGGER, Reporter, capture_stdout, new_log_file, start_logging
 
 
@@ -31,7 +31,7 @@ def test_log_files_are_bounded(tmp_path):
 def test_plain_stage_lines_and_progress(monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     r = Reporter(out, err, live=False)
-    monkeypatch.setattr(progress, "PLAIN_PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(progress_display, "PLAIN_PROGRESS_EVERY_S", 0.0)
     r.start_stage("extract", total=48, unit="hours")
     r.advance("extract", done=24)
     r.set_status("extract", "ok", "48 hours, 1 cluster")

@@ -225,7 +225,7 @@ def test_missing_token_file_is_a_source_error(tmp_path: Any) -> None:
 
 
 def test_service_account_token_only_to_in_cluster_https(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pipelines.sources.prometheus._SA_TOKEN_DIR", str(tmp_path))
+    monkeypatch.setattr("pipelines.sources.prometheus.client._SA_TOKEN_DIR", str(tmp_path))
     (tmp_path / "token").write_text("sa-token")
     with pytest.raises(SourceError, match="refusing to send"):
         client("http://prometheus.example.com", bearer_token_file=str(tmp_path / "token"))

@@ -1,0 +1,208 @@
+"""The settings dataclasses: every key of kubeledger.yaml with its default. Frozen: a run never changes them.
+
+Reading and validating the file is settings_validation.py's job, the allowed values settings_rules.py's; import
+all of them through `pipelines.settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class SettingsError(ValueError):
+    """A configuration problem; the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    url: str = ""
+    bearer_token_env: str | None = None
+    bearer_token_file: str | None = None
+    basic_auth_username: str | None = None
+    basic_auth_password_env: str | None = None
+    client_cert_file: str | None = None
+    client_key_file: str | None = None
+    ca_file: str | None = None
+    verify_tls: bool = True
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    retries: int = 4
+    cluster_label: str | None = None  # e.g. "cluster" on multi-cluster stores
+    cluster_label_value: str | None = None
+    scrape_interval_s: float = 60.0
+    max_concurrency: int = 4
+
+    def bearer_token(self) -> str | None:
+        if self.bearer_token_env:
+            value = os.environ.get(self.bearer_token_env)
+            if value:
+                return value.strip()
+        if self.bearer_token_file:
+            return Path(self.bearer_token_file).read_text().strip()
+        return None
+
+    def basic_auth(self) -> tuple[str, str] | None:
+        if not self.basic_auth_username:
+            return None
+        password = os.environ.get(self.basic_auth_password_env or "", "")
+        return (self.basic_auth_username, password)
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    enabled: bool = False
+    in_cluster: bool = False
+    context: str | None = None
+    kubeconfig: str | None = None
+    host: str | None = None  # explicit API URL (tests, proxies)
+    verify_tls: bool = True
+    page_size: int = 500
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    nodes: int = 12
+    pods_per_node: int = 8
+    containers_per_pod: int = 0  # 0 = the generator's realistic mix (1-2)
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    name: str
+    source: str = "demo"  # demo | prometheus
+    provider: str | None = None  # default provider when providerID is missing
+    region: str | None = None
+    carbon_zone: str | None = None  # per-cluster override (on-prem)
+    pue: float | None = None
+    demo: DemoSettings = field(default_factory=DemoSettings)
+    prometheus: PrometheusSettings = field(default_factory=PrometheusSettings)
+    kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
+
+
+@dataclass(frozen=True)
+class CarbonSettings:
+    provider: str = "demo"  # demo | electricitymaps | wattnet | none
+    base_url: str | None = None
+    token_env: str = "ELECTRICITYMAPS_TOKEN"
+    emission_factor_type: str = "lifecycle"
+    carry_forward_hours: int = 0
+    timeout_s: float = 30.0
+    verify_tls: bool = True
+
+    def token(self) -> str | None:
+        return os.environ.get(self.token_env) or None
+
+
+@dataclass(frozen=True)
+class BoaviztaSettings:
+    url: str | None = None  # None = the bundled Boavizta 2.5.0 table
+    timeout_s: float = 30.0
+    verify_tls: bool = True
+
+
+@dataclass(frozen=True)
+class PricingSettings:
+    custom_file: str | None = None  # OpenCost default.json shape
+    custom_convention: str = "hourly"  # hourly | monthly (OpenCost ConfigMap, divided by 730)
+    instance_sheet: str | None = None  # provider,region,instance_type,hourly_usd[,spot_hourly_usd]
+    node_csv: str | None = None  # Kubecost CSV pricing schema
+    cpu_discount_pct: float = 0.0
+    ram_discount_pct: float = 0.0
+    cluster_management_fee_per_hour: float = 0.0
+
+
+@dataclass(frozen=True)
+class SharingSettings:
+    shared_namespaces: tuple[str, ...] = ()
+    shared_labels: tuple[str, ...] = ()  # "key:value"
+    monthly_overhead_usd: float = 0.0
+    split: str = "weighted"  # weighted | even (shared costs)
+    share_idle: bool = False
+    idle_split: str = "weighted"  # weighted | even
+    idle_by_node: bool = False
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    pue_source: str = "greenkube"  # greenkube | ccf
+    memory: bool = False
+    gpu: bool = False
+    storage: bool = False
+    carbon_zone_label: str = "kubeledger.io/carbon-zone"
+    default_intensity_g_per_kwh: float = 500.0
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    min_hour_coverage: float = 0.9
+    max_estimated_share: float = 0.5
+
+
+@dataclass(frozen=True)
+class ScheduleSettings:
+    daily_cron: str = "30 1 * * *"  # UTC; leaves late samples time to land
+    late_days: int = 2
+    # first daily partition (YYYY-MM-DD, UTC); unset: the earliest raw hour, else 35 days before the first run
+    start_date: str | None = None
+
+
+@dataclass(frozen=True)
+class WarehouseSettings:
+    path: str = "warehouse/kubeledger.duckdb"
+    serving_path: str = "warehouse/serving.duckdb"
+    parquet_path: str = "warehouse/parquet"
+    raw_retention_days: int = 35
+    keep_run_folders: int = 3  # dbt target/log folders kept per dbt asset under <warehouse folder>/state/dbt/runs
+    memory_limit: str = "4GB"
+    threads: int = 2
+
+
+@dataclass(frozen=True)
+class DagsterSettings:
+    storage: str = "sqlite"  # sqlite (files under the warehouse folder) | postgres (production)
+    postgres_url_env: str = "KUBELEDGER_DAGSTER_PG_URL"  # holds postgresql://user:password@host:5432/db
+
+
+@dataclass(frozen=True)
+class Settings:
+    warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
+    clusters: tuple[ClusterSettings, ...] = (ClusterSettings(name="demo"),)
+    carbon: CarbonSettings = field(default_factory=CarbonSettings)
+    boavizta: BoaviztaSettings = field(default_factory=BoaviztaSettings)
+    pricing: PricingSettings = field(default_factory=PricingSettings)
+    sharing: SharingSettings = field(default_factory=SharingSettings)
+    energy: EnergySettings = field(default_factory=EnergySettings)
+    quality: QualitySettings = field(default_factory=QualitySettings)
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    dagster: DagsterSettings = field(default_factory=DagsterSettings)
+    source_file: str | None = None
+
+    def cluster(self, name: str) -> ClusterSettings:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        allowed = ", ".join(c.name for c in self.clusters)
+        raise SettingsError(f"cluster {name!r} is not configured; configured clusters: {allowed}")
+
+    def resolve(self, path: str) -> Path:
+        """Paths in the file are relative to the file's folder (or the working directory without a file)."""
+        p = Path(path)
+        if p.is_absolute():
+            return p
+        base = Path(self.source_file).parent if self.source_file else Path.cwd()
+        return (base / p).resolve()
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.resolve(os.environ.get("KUBELEDGER_WAREHOUSE") or self.warehouse.path)
+
+    @property
+    def serving_path(self) -> Path:
+        return self.resolve(os.environ.get("KUBELEDGER_SERVING") or self.warehouse.serving_path)
+
+    @property
+    def parquet_path(self) -> Path:
+        return self.resolve(self.warehouse.parquet_path)

@@ -1,0 +1,224 @@
+"""What each settings key allows: the choices of text keys, the ranges of numeric keys, and the rules of the
+keys with a format of their own (names, zones, URLs, DuckDB sizes, cron expressions, dates, files).
+
+Every rule returns a problem (the "use ..." half of the error message) or None; settings_validation.py turns
+a problem into a SettingsError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from pipelines.settings_models import ScheduleSettings
+
+# cluster names become partition paths (cluster=<name>/), Dagster tags and dbt vars: DNS-label-like, lowercase so
+# two names never collide on a case-insensitive file system
+CLUSTER_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?")
+ZONE_RE = re.compile(r"[A-Z]{2}(-[A-Z0-9]{1,8}){0,3}")
+LABEL_KEY_RE = re.compile(r"[A-Za-z0-9_.\-/]{1,253}")
+PROM_LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}")  # RFC 7230 token
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1, line separators
+HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # as CONTROL_RE; HTAB is allowed
+# DuckDB size syntax (the units its memory_limit documents), or a share of the machine's memory
+MEMORY_RE = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,6})?) ?(KB|MB|GB|TB|KiB|MiB|GiB|TiB|%)", re.IGNORECASE)
+MEMORY_UNITS = {"kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+                "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+MEMORY_MIN_BYTES = 64 * 1024**2
+CRON_ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+CRON_FIELD_RE = re.compile(r"[0-9A-Za-z*?,/#-]{1,64}")
+CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))  # minute, hour, day of month, month, day of week
+PROVIDERS = ("aws", "gcp", "azure", "alibaba", "oracle", "ovhcloud", "scaleway", "onprem")
+
+
+# --- choices -----------------------------------------------------------------------------------------------
+
+# Keys below are written with `clusters[]` for any cluster index.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "clusters[].source": ("demo", "prometheus"),
+    "clusters[].provider": PROVIDERS,
+    "carbon.emission_factor_type": ("lifecycle", "direct"),
+    "pricing.custom_convention": ("hourly", "monthly"),
+    "sharing.split": ("weighted", "even"),
+    "sharing.idle_split": ("weighted", "even"),
+    "energy.pue_source": ("greenkube", "ccf"),
+    "dagster.storage": ("sqlite", "postgres"),
+}
+
+
+def carbon_provider_choices() -> tuple[str, ...]:
+    """The allowed values of `carbon.provider`. Called while a file is validated, never at import, so the list
+    may come from a module that itself imports the settings."""
+    return ("demo", "electricitymaps", "wattnet", "none")
+
+
+def choices(key: str) -> tuple[str, ...] | None:
+    """The allowed values of the text key `key` (written with `clusters[]`), or None when any text goes."""
+    if key == "carbon.provider":
+        return carbon_provider_choices()
+    return CHOICES.get(key)
+
+
+# --- numbers -----------------------------------------------------------------------------------------------
+
+class NumberRange(NamedTuple):
+    """The allowed values of one numeric key: [lo, hi] (lo excluded when `lo_open`), whole numbers if `integer`."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    lo_open: bool = False
+    what: str = ""
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        lo, hi = _fmt(self.lo), _fmt(self.hi)
+        span = f"above {lo} up to {hi}" if self.lo_open else f"in {lo}..{hi}"
+        return f"{kind} {span}" + (f" ({self.what})" if self.what else "")
+
+    def contains(self, value: float) -> bool:
+        return (self.lo < value if self.lo_open else self.lo <= value) and value <= self.hi
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def max_threads() -> int:
+    """DuckDB threads allowed on this machine: 4 per CPU (at least 4)."""
+    return max(4, (os.cpu_count() or 1) * 4)
+
+
+# Every int and float key of the settings has an entry here (a unit test walks the dataclasses to make sure).
+NUMBER_RANGES: dict[str, NumberRange] = {
+    "clusters[].pue": NumberRange(1.0, 3.0, what="power usage effectiveness"),
+    "clusters[].demo.nodes": NumberRange(1, 1000, integer=True, what="demo nodes"),
+    "clusters[].demo.pods_per_node": NumberRange(1, 500, integer=True, what="demo pods per node"),
+    "clusters[].demo.containers_per_pod": NumberRange(0, 20, integer=True, what="0 = a realistic mix of 1-2"),
+    "clusters[].demo.seed": NumberRange(0, 2**32 - 1, integer=True, what="random seed"),
+    "clusters[].prometheus.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
+    "clusters[].prometheus.retries": NumberRange(0, 20, integer=True, what="retries per request"),
+    "clusters[].prometheus.scrape_interval_s": NumberRange(1, 3600, what="seconds"),
+    "clusters[].prometheus.max_concurrency": NumberRange(1, 64, integer=True, what="parallel queries"),
+    "clusters[].kubernetes.page_size": NumberRange(1, 10_000, integer=True, what="objects per list call"),
+    "carbon.carry_forward_hours": NumberRange(0, 720, integer=True, what="hours"),
+    "carbon.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
+    "boavizta.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
+    "pricing.cpu_discount_pct": NumberRange(0, 100, what="a percentage"),
+    "pricing.ram_discount_pct": NumberRange(0, 100, what="a percentage"),
+    "pricing.cluster_management_fee_per_hour": NumberRange(0, 1e6, what="USD per cluster-hour"),
+    "sharing.monthly_overhead_usd": NumberRange(0, 1e9, what="USD per month"),
+    "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
+    "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
+    "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
+    "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
+    "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
+    "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
+    "warehouse.threads": NumberRange(1, max_threads(), integer=True,
+                                     what=f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
+                                          f"{os.cpu_count() or 1} CPUs"),
+}
+
+
+# --- text with a format of its own -------------------------------------------------------------------------
+
+URL_KEYS = ("clusters[].prometheus.url", "clusters[].kubernetes.host", "carbon.base_url", "boavizta.url")
+ENV_KEYS = ("clusters[].prometheus.bearer_token_env", "clusters[].prometheus.basic_auth_password_env",
+             "carbon.token_env", "dagster.postgres_url_env")
+
+
+def url_problem(value: str) -> str | None:
+    allowed = "use an http:// or https:// URL with a host (e.g. http://prometheus:9090)"
+    if any(c.isspace() for c in value):
+        return allowed + "; spaces are not allowed"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        return f"{allowed} ({exc})"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return allowed
+    return None
+
+
+def memory_problem(value: str) -> str | None:
+    allowed = ("use a DuckDB size: a number and one of KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 4GB, 512MiB), "
+               "at least 64MiB, or a percentage of the machine's memory in 1..100 (e.g. 50%)")
+    m = MEMORY_RE.fullmatch(value)
+    if not m:
+        return allowed
+    number, unit = float(m.group(1)), m.group(2).lower()
+    if unit == "%":
+        return None if 1 <= number <= 100 else allowed
+    return None if number * MEMORY_UNITS[unit] >= MEMORY_MIN_BYTES else allowed
+
+
+_VALID_CRONS = {ScheduleSettings.daily_cron}  # known good: spares importing Dagster (~0.7 s) for the default
+
+
+def cron_problem(value: str) -> str | None:
+    allowed = ("use a 5-field cron expression in UTC (minute hour day-of-month month day-of-week, e.g. "
+               f"'30 1 * * *') or one of {', '.join(CRON_ALIASES)}")
+    if value in _VALID_CRONS:
+        return None
+    if value.startswith("@"):
+        if value not in CRON_ALIASES:
+            return allowed
+    else:
+        parts = [p for p in value.split(" ") if p]
+        if len(parts) != 5 or not all(CRON_FIELD_RE.fullmatch(p) for p in parts):
+            return allowed
+        # fast path for a plain out-of-range number ('61 * * * *') without importing Dagster
+        for part, (lo, hi) in zip(parts, CRON_RANGES, strict=True):
+            if part.isdigit() and not lo <= int(part) <= hi:
+                return allowed
+    # the full rules (ranges, names, steps) are Dagster's, which runs the schedule
+    from dagster._utils.schedules import is_valid_cron_string
+
+    try:
+        valid = is_valid_cron_string(value)
+    except Exception:  # noqa: BLE001 - whatever the parser trips on is not a valid cron
+        valid = False
+    if not valid:
+        return allowed
+    _VALID_CRONS.add(value)
+    return None
+
+
+def start_date_problem(value: str) -> str | None:
+    allowed = "use a day as YYYY-MM-DD (UTC), today or earlier, e.g. 2026-01-01"
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        return allowed
+    if len(value) != 10 or day.year < 2000:
+        return allowed
+    if day > datetime.now(UTC).date():
+        return f"{allowed}; it is in the future"
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a file ("not found", "is a directory"...), or None when it can."""
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return "not found"
+    except PermissionError:
+        return "cannot be read (permission denied)"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a FIFO, socket or device)"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None

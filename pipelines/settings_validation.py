@@ -1,0 +1,306 @@
+"""Reading kubeledger.yaml strictly: every key known, every value of the right kind and within its rule
+(settings_rules.py), each error one line naming the file, the key and what is allowed."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import MISSING, fields, is_dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from pipelines import settings_models
+from pipelines.settings_models import ClusterSettings, Settings, SettingsError
+from pipelines.settings_rules import (
+    CLUSTER_NAME_RE,
+    CONTROL_RE,
+    ENV_KEYS,
+    ENV_NAME_RE,
+    HEADER_NAME_RE,
+    HEADER_VALUE_BAD_RE,
+    LABEL_KEY_RE,
+    NUMBER_RANGES,
+    PROM_LABEL_NAME_RE,
+    URL_KEYS,
+    ZONE_RE,
+    choices,
+    cron_problem,
+    file_problem,
+    memory_problem,
+    start_date_problem,
+    url_problem,
+)
+
+_BOOL_HINT = "YAML reads unquoted yes/no/on/off/true/false as a boolean"
+
+
+class DuplicateKeyError(Exception):
+    def __init__(self, path: str, first_line: int, line: int) -> None:
+        super().__init__(path)
+        self.path, self.first_line, self.line = path, first_line, line
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML silently keeps the last one) and
+    remembers the source text of every scalar that is not a string (`raw_scalars`, by dotted key), so errors can
+    quote what was written (`yes`, `.nan`, `0123`) rather than what YAML made of it."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.raw_scalars: dict[str, str] = {}
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._walk(node, "", set())
+        return super().construct_document(node)
+
+    def _walk(self, node: yaml.Node, path: str, visited: set[int]) -> None:
+        if id(node) in visited:  # anchors/aliases: each node once (also stops recursive structures)
+            return
+        visited.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if path and node.tag != "tag:yaml.org,2002:str":
+                self.raw_scalars[path] = node.value
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._walk(item, f"{path}[{i}]", visited)
+        elif isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: later keys may override it
+                    self._walk(value_node, path, visited)
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a complex key: the constructor reports it
+                key = self.construct_object(key_node)
+                child = f"{path}.{key}" if path else str(key)
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    raise DuplicateKeyError(child, first_line[key], line)
+                first_line[key] = line
+                self._walk(value_node, child, visited)
+
+
+class ValidationContext(NamedTuple):
+    origin: str
+    raw: dict[str, str]
+
+    def shown(self, key: str, value: Any) -> str:
+        """The value as written in the file when YAML turned it into something else (yes -> True)."""
+        raw = self.raw.get(key)
+        return raw if raw is not None and not isinstance(value, str) else repr(value)
+
+    def error(self, key: str, message: str) -> SettingsError:
+        return SettingsError(f"{self.origin}: {key or 'top level'}: {message}")
+
+
+def _generic(key: str) -> str:
+    return re.sub(r"\[\d+\]", "[]", key)
+
+
+def build(cls: type, data: Any, where: str, ctx: ValidationContext) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ctx.error(where, f"expected a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls) if f.name != "source_file"}
+    for name in data:
+        if not isinstance(name, str):
+            shown = "null" if name is None else repr(name)
+            raise ctx.error(where, f"key {shown} is not text ({_BOOL_HINT} and digits as a number); "
+                                   f"allowed keys: {', '.join(sorted(known))}")
+        if name not in known:
+            raise ctx.error(f"{where}.{name}" if where else name,
+                            f"unknown key; allowed keys: {', '.join(sorted(known))}")
+    for f in known.values():
+        if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
+            raise ctx.error(f"{where}.{f.name}" if where else f.name, "required key is missing")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{where}.{name}" if where else name
+        kwargs[name] = _coerce(str(known[name].type), value, key, ctx)
+        allowed = choices(_generic(key))
+        if allowed and kwargs[name] is not None and kwargs[name] not in allowed:
+            raise ctx.error(key, f"{ctx.shown(key, value)} is not allowed; use one of: {', '.join(allowed)}")
+    return cls(**kwargs)
+
+
+# the nested sections by the type name their fields carry (annotations are text here): every settings dataclass
+# but the top level and the clusters' items
+_NESTED: dict[str, type] = {
+    name: cls for name, cls in vars(settings_models).items()
+    if isinstance(cls, type) and is_dataclass(cls) and cls not in (Settings, ClusterSettings)
+}
+
+
+def _coerce(t: str, value: Any, key: str, ctx: ValidationContext) -> Any:
+    if t in _NESTED:
+        return build(_NESTED[t], value, key, ctx)
+    if t.startswith("tuple[ClusterSettings"):
+        if not isinstance(value, list) or not value:
+            raise ctx.error(key, "expected a non-empty list of clusters")
+        clusters = tuple(build(ClusterSettings, item, f"{key}[{i}]", ctx) for i, item in enumerate(value))
+        _check_clusters(clusters, key, ctx)
+        return clusters
+    if t.startswith("tuple[str"):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ctx.error(key, f"expected a list of strings (quote values; {_BOOL_HINT})")
+        for i, v in enumerate(value):
+            _check_text(f"{key}[{i}]", v, ctx)
+            if key.endswith("shared_labels") and ":" not in v:
+                raise ctx.error(key, f"{v!r} must look like 'label:value' (e.g. app:prometheus)")
+        return tuple(value)
+    if t.startswith("dict"):
+        return _headers(value, key, ctx)
+    if t == "bool":
+        if not isinstance(value, bool):
+            raise ctx.error(key, f"expected true or false, got {ctx.shown(key, value)}")
+        return value
+    if t in ("int", "float", "float | None"):
+        if value is None and t.endswith("None"):
+            return None
+        return _number(value, key, t == "int", ctx)
+    if _generic(key) == "schedule.start_date" and isinstance(value, date) and not isinstance(value, datetime):
+        value = value.isoformat()  # YAML reads an unquoted 2026-01-01 as a date
+    # text
+    if value is None:
+        if t.endswith("None"):
+            return None
+        raise ctx.error(key, "null is not allowed; write a value or remove the key to use the default")
+    if not isinstance(value, str):
+        raise ctx.error(key, f"{ctx.shown(key, value)} is not allowed: it is read as {_read_as(value)}, not text "
+                             f"({_BOOL_HINT} and digits as a number); quote the value, e.g. "
+                             f"{key.rsplit('.', 1)[-1]}: \"{ctx.shown(key, value)}\"")
+    _check_text(key, value, ctx)
+    return value
+
+
+def _read_as(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _number(value: Any, key: str, integer: bool, ctx: ValidationContext) -> float | int:
+    spec = NUMBER_RANGES[_generic(key)]
+    allowed = spec.describe()
+    shown = ctx.shown(key, value)
+    if isinstance(value, bool):
+        raise ctx.error(key, f"{shown} is not allowed ({_BOOL_HINT}); use {allowed}")
+    if not isinstance(value, (int, float)):
+        raise ctx.error(key, f"{shown} is not allowed (not a number); use {allowed}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ctx.error(key, f"{shown} is not allowed (not a finite number); use {allowed}")
+    if integer and not isinstance(value, int):
+        raise ctx.error(key, f"{shown} is not allowed (not a whole number); use {allowed}")
+    if not spec.contains(value):
+        raise ctx.error(key, f"{shown} is not allowed; use {allowed}")
+    return int(value) if integer else float(value)
+
+
+def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
+    """Text-wide rule (no control characters), then the key's own rule."""
+    bad = CONTROL_RE.search(value)
+    if bad:
+        raise ctx.error(key, f"{value!r} is not allowed; use text without control characters "
+                             f"(found {bad.group()!r})")
+    generic = _generic(key)
+    problem: str | None = None
+    if generic == "clusters[].name" and not CLUSTER_NAME_RE.fullmatch(value):
+        problem = ("use 1-63 lowercase letters, digits, '-', '_' or '.', starting and ending with a letter or "
+                   "digit (it becomes a partition path and a Dagster tag)")
+    elif generic == "clusters[].carbon_zone" and not ZONE_RE.fullmatch(value):
+        problem = "use an Electricity Maps zone code (e.g. FR, US-CAL-CISO)"
+    elif generic == "energy.carbon_zone_label" and not LABEL_KEY_RE.fullmatch(value):
+        problem = "use a Kubernetes label key (letters, digits, '.', '_', '-', '/'; e.g. kubeledger.io/carbon-zone)"
+    elif generic == "clusters[].prometheus.cluster_label" and not PROM_LABEL_NAME_RE.fullmatch(value):
+        problem = "use a Prometheus label name matching [a-zA-Z_][a-zA-Z0-9_]* (e.g. cluster)"
+    elif generic in ENV_KEYS and not ENV_NAME_RE.fullmatch(value):
+        problem = "use the name of an environment variable: letters, digits and '_', not starting with a digit " \
+                  "(e.g. PROM_TOKEN)"
+    elif generic in URL_KEYS and value:
+        problem = url_problem(value)
+    elif generic == "warehouse.memory_limit":
+        problem = memory_problem(value)
+    elif generic == "schedule.daily_cron":
+        problem = cron_problem(value)
+    elif generic == "schedule.start_date":
+        problem = start_date_problem(value)
+    if problem:
+        raise ctx.error(key, f"{value!r} is not allowed; {problem}")
+
+def _headers(value: Any, key: str, ctx: ValidationContext) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ctx.error(key, "expected a mapping of header name to value (e.g. {X-Scope-OrgID: tenant-a})")
+    out: dict[str, str] = {}
+    for name, v in value.items():
+        if not isinstance(name, str) or not HEADER_NAME_RE.fullmatch(name):
+            raise ctx.error(key, f"header name {name!r} is not allowed; use an HTTP token: letters, digits and "
+                                 "!#$%&'*+-.^_`|~ (e.g. X-Scope-OrgID)")
+        hkey = f"{key}.{name}"
+        if not isinstance(v, str):
+            raise ctx.error(hkey, f"{ctx.shown(hkey, v)} is not allowed: the header value is read as "
+                                  f"{_read_as(v)}, not text; quote it ({_BOOL_HINT} and digits as a number)")
+        bad = HEADER_VALUE_BAD_RE.search(v)
+        if bad or v != v.strip():
+            found = f"found {bad.group()!r}" if bad else "found leading or trailing spaces"
+            raise ctx.error(hkey, f"{v!r} is not allowed; use a header value without CR, LF or other control "
+                                  f"characters and without leading or trailing spaces ({found})")
+        out[name] = v
+    return out
+
+
+def _check_clusters(clusters: tuple[ClusterSettings, ...], key: str, ctx: ValidationContext) -> None:
+    names = [c.name for c in clusters]
+    for i, c in enumerate(clusters):
+        if c.name in names[:i]:
+            raise ctx.error(f"{key}[{i}].name", f"{c.name!r} is configured twice; names must be unique")
+        if c.source == "prometheus" and not c.prometheus.url:
+            raise ctx.error(f"{key}[{i}].prometheus.url",
+                            "required when source is 'prometheus' (e.g. http://prometheus:9090)")
+
+
+def check_files(s: Settings, ctx: ValidationContext) -> None:
+    """Files the configuration names must exist now, not when a step first opens them."""
+    base = Path(s.source_file).parent if s.source_file else Path.cwd()
+    checks: list[tuple[str, Path, str]] = []
+    for name, what in (("instance_sheet", "an instance price sheet (CSV)"),
+                       ("node_csv", "a Kubecost CSV price file"),
+                       ("custom_file", "an OpenCost default.json-shaped price file")):
+        value = getattr(s.pricing, name)
+        if value:  # resolved as the pricing step resolves it: relative to this file's folder
+            checks.append((f"pricing.{name}", s.resolve(value), f"point it at {what}; relative paths are "
+                                                                f"relative to {base}"))
+    for i, c in enumerate(s.clusters):
+        if c.source == "prometheus":
+            for name in ("bearer_token_file", "client_cert_file", "client_key_file", "ca_file"):
+                value = getattr(c.prometheus, name)
+                if value:  # opened as given by the Prometheus client
+                    checks.append((f"clusters[{i}].prometheus.{name}", Path(value),
+                                   "point it at an existing file"))
+        k = c.kubernetes
+        if k.enabled and not k.in_cluster and k.kubeconfig:
+            for part in k.kubeconfig.split(os.pathsep):
+                if part:
+                    checks.append((f"clusters[{i}].kubernetes.kubeconfig", Path(part).expanduser(),
+                                   "point it at an existing kubeconfig file"))
+    for key, path, fix in checks:
+        problem = file_problem(path)
+        if problem:
+            raise ctx.error(key, f"{path} {problem}; {fix}")
+
+
+def yaml_error(origin: str, exc: yaml.YAMLError) -> SettingsError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = "; ".join(str(x) for x in (exc.context, exc.problem) if x)
+        return SettingsError(f"{origin}: {where}not valid YAML: {' '.join(what.split())}")
+    return SettingsError(f"{origin}: not valid YAML: {' '.join(str(exc).split())}")
