@@ -1,4 +1,4 @@
--- Writer: the cluster's metrics source (pipelines/sources/prometheus.py or pipelines/sources/demo.py).
+-- Writer: the cluster's metrics source (pipelines/sources/prometheus/ or pipelines/sources/demo.py).
 -- Replaced per (cluster, hour_ts). Units: cores, bytes, seconds, minutes. NULL = not observed (never 0).
 
 -- grain: one row per (cluster, hour_ts, pod_uid, container) that had any sample in the hour
@@ -142,7 +142,7 @@ create table if not exists raw.gpu_hours (
 );
 
 -- grain: one row per (cluster, hour_ts, metric) for each optional series family the metrics source checks
--- (pipelines/sources/prometheus.py OPTIONAL_SERIES); series_count = 0: checked and absent in the hour.
+-- (pipelines/sources/base.py OPTIONAL_SERIES); series_count = 0: checked and absent in the hour.
 -- No row = not checked (hours landed before the check existed): the models then assume nothing.
 create table if not exists raw.metric_coverage_hours (
     cluster         varchar   not null,
