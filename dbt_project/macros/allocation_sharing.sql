@@ -5,7 +5,7 @@
   (pipelines/serving/engine.py, plain jinja2). Therefore: plain Jinja only — no ref/config/adapter/var/exceptions
   inside. Invalid options render a SQL `error(...)`, so a bad option fails the query with a readable message.
 
-  share_allocations(relation_sql, key_expr=none, step_col=none, options={})
+  share_allocations(relation_sql, key_expr=none, step_col=none, options={}, columns=[])
 
     relation_sql  SQL text usable after FROM: a table name, a dbt Relation, or a parenthesised subquery. Columns:
                   those of marts.fct_allocation_daily (docs/CONTRACTS.md) and, unless key_expr is given,
@@ -16,6 +16,8 @@
     key_expr      dbt convenience: a SQL expression for agg_key. With it the macro derives step_start/step_end from
                   step_col (a DATE column, one-day steps; default usage_date), is_shared_row from
                   options.shared_namespaces / options.shared_labels ("key:value"), and is_filtered_out = FALSE.
+    columns       the allocation row: macros/allocation_columns.sql (dbt: allocation_columns(); the engine passes
+                  the same list parsed in Python). Each column is shared/aggregated by its group.
     options       dict (all optional):
                     share_idle            bool   false   distribute idle to rows (A11)
                     idle_split            str    weighted | even
@@ -25,7 +27,8 @@
                                                  (`<node>/__idle__` with idle_by_node); 'row': keep the row's agg_key
                     include_idle          bool   true    output the idle that was not shared
                     share_split           str    weighted | even   (shared namespaces/labels/overhead, A12)
-                    overhead_monthly_usd  float  0       $/month ÷ 730 × step hours, added to the shared pool
+                    overhead_monthly_usd  float  0       $/month ÷ hours_per_month() × step hours, added to the
+                                                 shared pool
                                                  (to each scope's pool: per cluster with share_scope 'cluster')
                     share_scope           str    all | cluster   where shared rows and overhead are spread (A12):
                                                  'all' pools them per step over the whole set (OpenCost's
@@ -50,9 +53,28 @@
   dbt example (marts.fct_allocation_shared_daily):
     {{ share_allocations(ref('fct_allocation_daily'),
          key_expr="concat_ws('/', cluster, coalesce(node, ''), coalesce(namespace, ''), pod_uid, container)",
-         step_col='usage_date',
-         options={'share_idle': var('share_idle', false), 'split_idle': 'row', ...}) }}
+         step_col='usage_date', columns=allocation_columns(),
+         options=fromjson(sharing_policy_options(var('sharing')))) }}
 -#}
+
+{%- macro hours_per_month() -%}
+{#- The month of a monthly amount (overhead_monthly_usd; the engine's shareCost breakdown reads it too). -#}
+730
+{%- endmacro -%}
+
+{%- macro sharing_policy_options(policy) -%}
+{#- The configured sharing policy (kubeledger.yaml `sharing`, dbt var `sharing`) as share_allocations options, as
+    JSON: marts.fct_allocation_shared_daily applies it, the allocation API and CLI take their defaults from it. -#}
+{{ {
+    'share_idle': policy.get('share_idle', false),
+    'idle_split': policy.get('idle_split', 'weighted'),
+    'idle_by_node': policy.get('idle_by_node', false),
+    'share_split': policy.get('split', 'weighted'),
+    'overhead_monthly_usd': policy.get('monthly_overhead_usd', 0),
+    'shared_namespaces': policy.get('shared_namespaces', []),
+    'shared_labels': policy.get('shared_labels', []),
+} | tojson }}
+{%- endmacro -%}
 
 {%- macro _sa_sql_str(value) -%}
 '{{ (value | string) | replace("'", "''") }}'
@@ -75,27 +97,16 @@
 coalesce({{ lookups | join(', ') }})
 {%- endmacro -%}
 
-{%- macro _sa_select(ov, base) -%}
+{%- macro _sa_select(ov, base, columns) -%}
 {#- One contribution row in the shared union layout; `ov` overrides columns, `base` says whether the row is a
     member of its key (properties, averages) or only a received amount (shared pool). -#}
-{%- set props = ['cluster', 'node', 'namespace', 'pod', 'pod_uid', 'container', 'allocation_kind',
-    'allocation_name', 'controller_kind', 'controller', 'provider_id', 'labels', 'annotations',
-    'namespace_labels', 'namespace_annotations', 'node_labels', 'services'] -%}
-{%- set nums = ['minutes', 'cpu_core_hours', 'cpu_core_request_average', 'cpu_core_usage_average',
-    'cpu_core_usage_max', 'cpu_cost', 'cpu_cost_idle', 'gpu_hours', 'gpu_request_average',
-    'gpu_usage_average', 'gpu_cost', 'gpu_cost_idle', 'ram_byte_hours', 'ram_byte_request_average',
-    'ram_byte_usage_average', 'ram_byte_usage_max', 'ram_cost', 'ram_cost_idle', 'pv_byte_hours', 'pv_cost',
-    'network_transfer_bytes', 'network_receive_bytes', 'network_cross_zone_cost', 'network_cross_region_cost',
-    'network_internet_cost', 'network_cost', 'load_balancer_cost', 'shared_cost', 'external_cost',
-    'total_cost', 'energy_kwh', 'energy_cpu_kwh', 'energy_memory_kwh', 'energy_gpu_kwh', 'energy_storage_kwh',
-    'co2e_operational_g', 'co2e_embodied_g', 'co2e_total_g', '_ci_e', '_pue_e'] -%}
 step_start, step_end, {{ ov.get('agg_key', 'agg_key') }} AS agg_key, {{ 'TRUE' if base else 'FALSE' }} AS _base,
-{%- for c in props %}
+{%- for c in (columns | selectattr('group', 'in', ['property']) | map(attribute='name') | list) %}
 {{ ov.get(c, c if base else 'CAST(NULL AS VARCHAR)') }} AS {{ c }},
 {%- endfor %}
 {{ ov.get('start_ts', 'start_ts' if base else 'CAST(NULL AS TIMESTAMP)') }} AS start_ts,
 {{ ov.get('end_ts', 'end_ts' if base else 'CAST(NULL AS TIMESTAMP)') }} AS end_ts,
-{%- for c in nums %}
+{%- for c in ['minutes'] + (columns | selectattr('group', 'in', ['sum', 'average', 'max', 'energy']) | map(attribute='name') | list) + ['_ci_e', '_pue_e'] %}
 CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS {{ c }},
 {%- endfor %}
 {{ ov.get('idle_clamped', 'coalesce(idle_clamped, FALSE)' if base else 'FALSE') }} AS idle_clamped,
@@ -104,11 +115,12 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {{ ov.get('_n', '_n' if base else '0') }} AS _n
 {%- endmacro -%}
 
-{%- macro share_allocations(relation_sql, key_expr=none, step_col=none, options={}) -%}
+
+{%- macro share_allocations(relation_sql, key_expr=none, step_col=none, options={}, columns=[]) -%}
 {%- set o = options or {} -%}
-{%- set _SA_PROPS = ['cluster', 'node', 'namespace', 'pod', 'pod_uid', 'container', 'allocation_kind',
-    'allocation_name', 'controller_kind', 'controller', 'provider_id', 'labels', 'annotations',
-    'namespace_labels', 'namespace_annotations', 'node_labels', 'services'] -%}
+{%- set _SA_PROPS = (columns | selectattr('group', 'in', ['property']) | map(attribute='name') | list) -%}
+{%- set averages = (columns | selectattr('group', 'in', ['average']) | map(attribute='name') | list) -%}
+{%- set maxima = (columns | selectattr('group', 'in', ['max']) | map(attribute='name') | list) -%}
 {%- set share_idle = o.get('share_idle', false) in [true, 'true', 1] -%}
 {%- set idle_split = o.get('idle_split', 'weighted') -%}
 {%- set idle_by_node = o.get('idle_by_node', false) in [true, 'true', 1] -%}
@@ -118,8 +130,53 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- set overhead = (o.get('overhead_monthly_usd', 0) or 0) | float -%}
 {%- set share_scope = o.get('share_scope', 'all') or 'all' -%}
 {%- set scope_expr = "coalesce(cluster, '')" if share_scope == 'cluster' else "''" -%}
-{%- set energy_cols = ['energy_kwh', 'energy_cpu_kwh', 'energy_memory_kwh', 'energy_gpu_kwh',
-    'energy_storage_kwh', 'co2e_operational_g', 'co2e_embodied_g', 'co2e_total_g', '_ci_e', '_pue_e'] -%}
+{#- energy, CO2e and the intensity/PUE weights travel with idle and shared cost by the same coefficients -#}
+{%- set energy_cols = (columns | selectattr('group', 'in', ['energy']) | map(attribute='name') | list) + ['_ci_e', '_pue_e'] -%}
+{#- an energy column's value on its own row (the weights are never NULL) -#}
+{%- set own = {} -%}
+{%- for c in energy_cols -%}
+{%- set _ = own.update({c: c if c.startswith('_') else 'coalesce(' ~ c ~ ', 0)'}) -%}
+{%- endfor -%}
+{%- set recv_ov = {
+    'cpu_cost_idle': 'coalesce(cpu_cost_idle, 0) + _rc',
+    'ram_cost_idle': 'coalesce(ram_cost_idle, 0) + _rm',
+    'gpu_cost_idle': 'coalesce(gpu_cost_idle, 0) + _rg',
+    'total_cost': 'coalesce(total_cost, 0) + _rc + _rm + _rg',
+    'is_estimated': 'coalesce(is_estimated, FALSE) OR _r_est',
+    'estimation_reasons': "concat_ws(',', nullif(estimation_reasons, ''), _r_reasons)",
+} -%}
+{%- set idle_ov = {
+    'cpu_core_hours': 'coalesce(cpu_core_hours, 0) * fc',
+    'cpu_cost': 'coalesce(cpu_cost, 0) * fc',
+    'ram_byte_hours': 'coalesce(ram_byte_hours, 0) * fm',
+    'ram_cost': 'coalesce(ram_cost, 0) * fm',
+    'gpu_hours': 'coalesce(gpu_hours, 0) * fg',
+    'gpu_cost': 'coalesce(gpu_cost, 0) * fg',
+    'total_cost': 'coalesce(total_cost, 0) - _c * (1 - fc) - _m * (1 - fm) - _g * (1 - fg)',
+} -%}
+{%- set coef_ov = {
+    'agg_key': 'c.agg_key',
+    'shared_cost': 'p.p_cost * c.coef',
+    'total_cost': 'p.p_cost * c.coef',
+    'is_estimated': 'p.p_est AND c.coef > 0',
+    'estimation_reasons': "CASE WHEN c.coef > 0 THEN coalesce(p.p_reasons, '') ELSE '' END",
+} -%}
+{%- set pool_ov = {
+    'agg_key': ("coalesce(nullif(_scope, '') || '/', '') || '__shared__'" if share_scope == 'cluster'
+                else "'__shared__'"),
+    'cluster': ("nullif(_scope, '')" if share_scope == 'cluster' else 'CAST(NULL AS VARCHAR)'),
+    'allocation_kind': "'shared'",
+    'shared_cost': 'p_cost',
+    'total_cost': 'p_cost',
+    'is_estimated': 'p_est',
+    'estimation_reasons': "coalesce(p_reasons, '')",
+} -%}
+{%- for c in energy_cols -%}
+{%- set _ = recv_ov.update({c: own[c] ~ ' + _r' ~ c}) -%}
+{%- set _ = idle_ov.update({c: own[c] ~ ' * fe'}) -%}
+{%- set _ = coef_ov.update({c: 'p.p_' ~ c ~ ' * c.coef'}) -%}
+{%- set _ = pool_ov.update({c: 'p_' ~ c}) -%}
+{%- endfor -%}
 {%- if idle_split not in ['weighted', 'even'] or share_split not in ['weighted', 'even']
       or split_idle not in [true, false, 'true', 'false', 'row'] or overhead < 0
       or share_scope not in ['all', 'cluster'] -%}
@@ -168,7 +225,7 @@ _sa_src AS MATERIALIZED (
 _sa_steps AS MATERIALIZED (
     -- one row per (step, share scope): the overhead it adds and its input total (cost_ratio's denominator)
     SELECT step_start, step_end, _scope,
-        CAST({{ overhead }} AS DOUBLE) / 730.0 * (epoch(step_end) - epoch(step_start)) / 3600.0 AS overhead_cost,
+        CAST({{ overhead }} AS DOUBLE) / {{ hours_per_month() }}.0 * (epoch(step_end) - epoch(step_start)) / 3600.0 AS overhead_cost,
         sum(coalesce(total_cost, 0)) AS input_total
     FROM _sa_src GROUP BY step_start, step_end, _scope
 ),
@@ -273,52 +330,17 @@ _sa_coef AS MATERIALIZED (
     GROUP BY k.step_start, k._scope, k.agg_key
 ),
 _sa_parts AS MATERIALIZED (
-    SELECT {{ _sa_select({
-        'cpu_cost_idle': 'coalesce(cpu_cost_idle, 0) + _rc',
-        'ram_cost_idle': 'coalesce(ram_cost_idle, 0) + _rm',
-        'gpu_cost_idle': 'coalesce(gpu_cost_idle, 0) + _rg',
-        'total_cost': 'coalesce(total_cost, 0) + _rc + _rm + _rg',
-        'energy_kwh': 'coalesce(energy_kwh, 0) + _renergy_kwh',
-        'energy_cpu_kwh': 'coalesce(energy_cpu_kwh, 0) + _renergy_cpu_kwh',
-        'energy_memory_kwh': 'coalesce(energy_memory_kwh, 0) + _renergy_memory_kwh',
-        'energy_gpu_kwh': 'coalesce(energy_gpu_kwh, 0) + _renergy_gpu_kwh',
-        'energy_storage_kwh': 'coalesce(energy_storage_kwh, 0) + _renergy_storage_kwh',
-        'co2e_operational_g': 'coalesce(co2e_operational_g, 0) + _rco2e_operational_g',
-        'co2e_embodied_g': 'coalesce(co2e_embodied_g, 0) + _rco2e_embodied_g',
-        'co2e_total_g': 'coalesce(co2e_total_g, 0) + _rco2e_total_g',
-        '_ci_e': '_ci_e + _r_ci_e',
-        '_pue_e': '_pue_e + _r_pue_e',
-        'is_estimated': 'coalesce(is_estimated, FALSE) OR _r_est',
-        'estimation_reasons': "concat_ws(',', nullif(estimation_reasons, ''), _r_reasons)",
-    }, true) }}
+    SELECT {{ _sa_select(recv_ov, true, columns) }}
     FROM _sa_recv WHERE _role = 'rest' AND NOT _filtered
     UNION ALL
-    SELECT {{ _sa_select({}, true) }}
+    SELECT {{ _sa_select({}, true, columns) }}
     FROM _sa_src WHERE _role = 'unmounted' AND NOT _filtered
 {%- if include_idle %}
     UNION ALL
-    SELECT {{ _sa_select({
-        'agg_key': ("agg_key" if split_idle == 'row' else (
+    {%- set _ = idle_ov.update({'agg_key': ("agg_key" if split_idle == 'row' else (
             ("coalesce(node, cluster) || '/__idle__'" if idle_by_node else "cluster || '/__idle__'")
-            if split_idle else "'__idle__'")),
-        'cpu_core_hours': 'coalesce(cpu_core_hours, 0) * fc',
-        'cpu_cost': 'coalesce(cpu_cost, 0) * fc',
-        'ram_byte_hours': 'coalesce(ram_byte_hours, 0) * fm',
-        'ram_cost': 'coalesce(ram_cost, 0) * fm',
-        'gpu_hours': 'coalesce(gpu_hours, 0) * fg',
-        'gpu_cost': 'coalesce(gpu_cost, 0) * fg',
-        'total_cost': 'coalesce(total_cost, 0) - _c * (1 - fc) - _m * (1 - fm) - _g * (1 - fg)',
-        'energy_kwh': 'coalesce(energy_kwh, 0) * fe',
-        'energy_cpu_kwh': 'coalesce(energy_cpu_kwh, 0) * fe',
-        'energy_memory_kwh': 'coalesce(energy_memory_kwh, 0) * fe',
-        'energy_gpu_kwh': 'coalesce(energy_gpu_kwh, 0) * fe',
-        'energy_storage_kwh': 'coalesce(energy_storage_kwh, 0) * fe',
-        'co2e_operational_g': 'coalesce(co2e_operational_g, 0) * fe',
-        'co2e_embodied_g': 'coalesce(co2e_embodied_g, 0) * fe',
-        'co2e_total_g': 'coalesce(co2e_total_g, 0) * fe',
-        '_ci_e': '_ci_e * fe',
-        '_pue_e': '_pue_e * fe',
-    }, true) }}
+            if split_idle else "'__idle__'"))}) %}
+    SELECT {{ _sa_select(idle_ov, true, columns) }}
     FROM _sa_src JOIN _sa_idle_factor USING (step_start, _ikey)
     WHERE _role = 'idle'
     {%- if share_idle %}
@@ -327,46 +349,11 @@ _sa_parts AS MATERIALIZED (
     {%- endif %}
 {%- endif %}
     UNION ALL
-    SELECT {{ _sa_select({
-        'agg_key': 'c.agg_key',
-        'shared_cost': 'p.p_cost * c.coef',
-        'total_cost': 'p.p_cost * c.coef',
-        'energy_kwh': 'p.p_energy_kwh * c.coef',
-        'energy_cpu_kwh': 'p.p_energy_cpu_kwh * c.coef',
-        'energy_memory_kwh': 'p.p_energy_memory_kwh * c.coef',
-        'energy_gpu_kwh': 'p.p_energy_gpu_kwh * c.coef',
-        'energy_storage_kwh': 'p.p_energy_storage_kwh * c.coef',
-        'co2e_operational_g': 'p.p_co2e_operational_g * c.coef',
-        'co2e_embodied_g': 'p.p_co2e_embodied_g * c.coef',
-        'co2e_total_g': 'p.p_co2e_total_g * c.coef',
-        '_ci_e': 'p.p__ci_e * c.coef',
-        '_pue_e': 'p.p__pue_e * c.coef',
-        'is_estimated': 'p.p_est AND c.coef > 0',
-        'estimation_reasons': "CASE WHEN c.coef > 0 THEN coalesce(p.p_reasons, '') ELSE '' END",
-    }, false) }}
+    SELECT {{ _sa_select(coef_ov, false, columns) }}
     FROM _sa_coef c JOIN _sa_pool p USING (step_start, _scope)
     UNION ALL
     -- A pool with no recipient at all in its step (and scope) stays visible, so totals are conserved.
-    SELECT {{ _sa_select({
-        'agg_key': ("coalesce(nullif(_scope, '') || '/', '') || '__shared__'" if share_scope == 'cluster'
-                    else "'__shared__'"),
-        'cluster': ("nullif(_scope, '')" if share_scope == 'cluster' else 'CAST(NULL AS VARCHAR)'),
-        'allocation_kind': "'shared'",
-        'shared_cost': 'p_cost',
-        'total_cost': 'p_cost',
-        'energy_kwh': 'p_energy_kwh',
-        'energy_cpu_kwh': 'p_energy_cpu_kwh',
-        'energy_memory_kwh': 'p_energy_memory_kwh',
-        'energy_gpu_kwh': 'p_energy_gpu_kwh',
-        'energy_storage_kwh': 'p_energy_storage_kwh',
-        'co2e_operational_g': 'p_co2e_operational_g',
-        'co2e_embodied_g': 'p_co2e_embodied_g',
-        'co2e_total_g': 'p_co2e_total_g',
-        '_ci_e': 'p__ci_e',
-        '_pue_e': 'p__pue_e',
-        'is_estimated': 'p_est',
-        'estimation_reasons': "coalesce(p_reasons, '')",
-    }, false) }}
+    SELECT {{ _sa_select(pool_ov, false, columns) }}
     FROM _sa_pool
     WHERE (p_cost <> 0 OR p_co2e_total_g <> 0 OR p_energy_kwh <> 0)
       AND NOT EXISTS (SELECT 1 FROM _sa_keyden d WHERE d.step_start = _sa_pool.step_start AND d._scope = _sa_pool._scope)
@@ -385,19 +372,16 @@ _sa_agg AS MATERIALIZED (
         max(end_ts) FILTER (WHERE _base) AS end_ts,
         sum(_n) FILTER (WHERE _base) AS _members,
         max(minutes) FILTER (WHERE _base) AS _max_minutes,
-    {%- for c in ['cpu_core_hours', 'cpu_cost', 'cpu_cost_idle', 'gpu_hours', 'gpu_cost', 'gpu_cost_idle',
-        'ram_byte_hours', 'ram_cost', 'ram_cost_idle', 'pv_byte_hours', 'pv_cost', 'network_transfer_bytes',
-        'network_receive_bytes', 'network_cross_zone_cost', 'network_cross_region_cost', 'network_internet_cost',
-        'network_cost', 'load_balancer_cost', 'shared_cost', 'external_cost', 'total_cost'] + energy_cols %}
+    {%- for c in (columns | selectattr('group', 'in', ['sum']) | map(attribute='name') | list) + energy_cols %}
         sum({{ c }}) AS {{ c }},
     {%- endfor %}
-    {%- for c in ['cpu_core_request_average', 'cpu_core_usage_average', 'gpu_request_average',
-        'gpu_usage_average', 'ram_byte_request_average', 'ram_byte_usage_average'] %}
+    {%- for c in averages %}
         sum({{ c }} * minutes) FILTER (WHERE _base) AS _tw_{{ c }},
         sum({{ c }} * minutes) FILTER (WHERE _base AND coalesce(allocation_kind, '') <> 'idle') AS _eff_{{ c }},
     {%- endfor %}
-        max(cpu_core_usage_max) FILTER (WHERE _base) AS _cpu_max,
-        max(ram_byte_usage_max) FILTER (WHERE _base) AS _ram_max,
+    {%- for c in maxima %}
+        max({{ c }}) FILTER (WHERE _base) AS _max_{{ c }},
+    {%- endfor %}
         coalesce(bool_or(idle_clamped) FILTER (WHERE _base), FALSE) AS idle_clamped,
         coalesce(bool_or(is_estimated), FALSE) AS is_estimated,
         coalesce(array_to_string(list_sort(list_distinct(list_filter(
@@ -428,42 +412,37 @@ _sa_eff AS MATERIALIZED (
              WHEN coalesce(_eff_gpu_usage_average, 0) = 0 OR _gpu_tot = 0 THEN 0.0 ELSE 1.0 END AS _gpu_eff
     FROM _sa_out o
 )
+{#- the output row: every column of the list by its group; the set-level formulas by name (cost_ratio: share of
+    its scope's total, its cluster's with share_scope 'cluster', else of the whole set's) -#}
+{%- set formula = {
+    'usage_date': 'CAST(e.step_start AS DATE)',
+    'window_start': 'e.step_start',
+    'window_end': 'e.step_end',
+    'allocation_name': 'coalesce(e.allocation_name, e.agg_key)',
+    'minutes': 'e._span',
+    'cpu_efficiency': 'e._cpu_eff',
+    'gpu_efficiency': 'e._gpu_eff',
+    'ram_efficiency': 'e._ram_eff',
+    'total_efficiency': 'CASE WHEN e._cpu_tot + e._ram_tot > 0
+         THEN (e._cpu_eff * e._cpu_tot + e._ram_eff * e._ram_tot) / (e._cpu_tot + e._ram_tot)
+         ELSE 0.0 END',
+    'cost_ratio': 'e.total_cost / nullif(coalesce(s.input_total + s.overhead_cost, t.set_total), 0)',
+    'carbon_intensity_g_per_kwh': 'e._ci_e / nullif(e.energy_kwh, 0)',
+    'pue': 'e._pue_e / nullif(e.energy_kwh, 0)',
+} -%}
 SELECT
     e.step_start, e.step_end, e.agg_key,
-    CAST(e.step_start AS DATE) AS usage_date,
-    e.step_start AS window_start, e.step_end AS window_end,
-    e.cluster, e.node, e.namespace, e.pod, e.pod_uid, e.container, e.allocation_kind,
-    coalesce(e.allocation_name, e.agg_key) AS allocation_name,
-    e.controller_kind, e.controller, e.provider_id, e.labels, e.annotations, e.namespace_labels,
-    e.namespace_annotations, e.node_labels, e.services, e.start_ts, e.end_ts,
-    e._span AS minutes,
-    e.cpu_core_hours,
-    e._tw_cpu_core_request_average / nullif(e._span, 0) AS cpu_core_request_average,
-    e._tw_cpu_core_usage_average / nullif(e._span, 0) AS cpu_core_usage_average,
-    CASE WHEN e._members = 1 THEN e._cpu_max END AS cpu_core_usage_max,
-    e.cpu_cost, e.cpu_cost_idle, e._cpu_eff AS cpu_efficiency,
-    e.gpu_hours,
-    e._tw_gpu_request_average / nullif(e._span, 0) AS gpu_request_average,
-    e._tw_gpu_usage_average / nullif(e._span, 0) AS gpu_usage_average,
-    e.gpu_cost, e.gpu_cost_idle, e._gpu_eff AS gpu_efficiency,
-    e.ram_byte_hours,
-    e._tw_ram_byte_request_average / nullif(e._span, 0) AS ram_byte_request_average,
-    e._tw_ram_byte_usage_average / nullif(e._span, 0) AS ram_byte_usage_average,
-    CASE WHEN e._members = 1 THEN e._ram_max END AS ram_byte_usage_max,
-    e.ram_cost, e.ram_cost_idle, e._ram_eff AS ram_efficiency,
-    e.pv_byte_hours, e.pv_cost,
-    e.network_transfer_bytes, e.network_receive_bytes, e.network_cross_zone_cost, e.network_cross_region_cost,
-    e.network_internet_cost, e.network_cost, e.load_balancer_cost, e.shared_cost, e.external_cost, e.total_cost,
-    CASE WHEN e._cpu_tot + e._ram_tot > 0
-         THEN (e._cpu_eff * e._cpu_tot + e._ram_eff * e._ram_tot) / (e._cpu_tot + e._ram_tot)
-         ELSE 0.0 END AS total_efficiency,
-    -- share of its scope's total (its cluster's with share_scope 'cluster'), else of the whole set's
-    e.total_cost / nullif(coalesce(s.input_total + s.overhead_cost, t.set_total), 0) AS cost_ratio,
-    e.energy_kwh, e.energy_cpu_kwh, e.energy_memory_kwh, e.energy_gpu_kwh, e.energy_storage_kwh,
-    e.co2e_operational_g, e.co2e_embodied_g, e.co2e_total_g,
-    e._ci_e / nullif(e.energy_kwh, 0) AS carbon_intensity_g_per_kwh,
-    e._pue_e / nullif(e.energy_kwh, 0) AS pue,
-    e.idle_clamped, e.is_estimated, e.estimation_reasons
+{%- for c in columns if c.group != 'internal' %}
+    {% if c.name in formula -%}
+    {{ formula[c.name] }}
+    {%- elif c.group == 'average' -%}
+    e._tw_{{ c.name }} / nullif(e._span, 0)
+    {%- elif c.group == 'max' -%}
+    CASE WHEN e._members = 1 THEN e._max_{{ c.name }} END
+    {%- else -%}
+    e.{{ c.name }}
+    {%- endif %} AS {{ c.name }}{{ ',' if not loop.last }}
+{%- endfor %}
 FROM _sa_eff e
 JOIN (SELECT step_start, sum(input_total + overhead_cost) AS set_total FROM _sa_steps GROUP BY step_start) t
     ON t.step_start = e.step_start

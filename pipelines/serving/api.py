@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.serving.engine import AllocationQuery
+from pipelines.serving.columns import api_fields
+from pipelines.serving.engine import AllocationQuery, policy_defaults
 from pipelines.serving.errors import QueryError
 from pipelines.serving.params import filter_quote, param_bool, param_int, param_list, tolerance_notes
 from pipelines.settings import Settings
@@ -64,13 +65,14 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
     Defaults follow each upstream: Kubecost and ACK include idle, OpenCost only with includeIdle; the configured
     sharing policy (kubeledger.yaml `sharing`) is the Kubecost endpoint's default."""
     notes = tolerance_notes(params, IMPLEMENTED, IGNORED, _IGNORED_IF_TRUE)
-    sharing = settings.sharing
     kubecost = flavor == "kubecost"
+    # the configured policy is the Kubecost endpoint's default; elsewhere AllocationQuery's (no sharing)
+    policy = policy_defaults(settings.sharing) if kubecost else {}
     ack = flavor == "ack"
     idle_default = flavor != "opencost"
     idle = param_bool(params, "idle", param_bool(params, "includeIdle", idle_default))  # aliases; `idle` wins
-    share_idle = param_bool(params, "shareIdle", sharing.share_idle if kubecost else False)
-    idle_by_node = param_bool(params, "idleByNode", sharing.idle_by_node if kubecost else False)
+    share_idle = param_bool(params, "shareIdle", policy.get("share_idle", False))
+    idle_by_node = param_bool(params, "idleByNode", policy.get("idle_by_node", False))
     aggregate = params.get("aggregate") or ("namespace,pod" if ack else "")
     if ack and idle_by_node and (aggregate != "node" or share_idle):
         raise QueryError("idleByNode", params.get("idleByNode"), "only with aggregate=node and shareIdle=false")
@@ -79,7 +81,7 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
         if target not in ("cluster", "node"):
             raise QueryError("targetType", target, "use cluster or node")
     raw_cost = params.get("shareCost")
-    share_cost = sharing.monthly_overhead_usd if kubecost else 0.0
+    share_cost = policy.get("share_cost", 0.0)
     if raw_cost not in (None, ""):
         try:
             share_cost = float(raw_cost)
@@ -93,9 +95,7 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
         raise QueryError("format", fmt, "use json or csv (pdf is not supported)")
     accumulate = params.get("accumulateBy") or params.get("accumulate")
     # ACK's shareSplit is its idle policy; Kubecost's is the shared-cost policy
-    idle_split = (params.get("shareSplit") if ack else params.get("idleSplit")) or (
-        sharing.idle_split if kubecost else "weighted")
-    share_default = kubecost
+    idle_split = (params.get("shareSplit") if ack else params.get("idleSplit")) or policy.get("idle_split", "weighted")
     for name in ("includeSharedCostBreakdown", "includeAggregatedMetadata", "includeProportionalAssetResourceCosts",
                  "splitIdle", "strict"):
         param_bool(params, name, False)  # validated even when their effect is nil
@@ -104,11 +104,11 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
         step=params.get("step"), accumulate=accumulate, idle=idle, share_idle=share_idle,
         idle_split=idle_split, idle_by_node=idle_by_node, split_idle=param_bool(params, "splitIdle", False),
         share_namespaces=param_list(params["shareNamespaces"]) if "shareNamespaces" in params
-        else (sharing.shared_namespaces if share_default else ()),
+        else policy.get("share_namespaces", ()),
         share_labels=param_list(params["shareLabels"]) if "shareLabels" in params
-        else (sharing.shared_labels if share_default else ()),
+        else policy.get("share_labels", ()),
         share_cost=share_cost,
-        share_split=(None if ack else params.get("shareSplit")) or (sharing.split if kubecost else "weighted"),
+        share_split=(None if ack else params.get("shareSplit")) or policy.get("share_split", "weighted"),
         share_scope=params.get("shareScope") or "all",
         include_shared_cost_breakdown=param_bool(params, "includeSharedCostBreakdown", False),
         aggregated_metadata=param_bool(params, "includeAggregatedMetadata", False),
@@ -127,8 +127,7 @@ def ack_view(sets: list[dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, 
             "cpuCoreRequestAverage": a["cpuCoreRequestAverage"], "cpuCoreUsageAverage": a["cpuCoreUsageAverage"],
             "ramByteRequestAverage": a["ramByteRequestAverage"], "ramByteUsageAverage": a["ramByteUsageAverage"],
             "cost": a["totalCost"], "costRatio": a["costRatio"], "customCost": 0.0,
-            "energyKwh": a["energyKwh"], "co2eOperationalG": a["co2eOperationalG"],
-            "co2eEmbodiedG": a["co2eEmbodiedG"], "co2eTotalG": a["co2eTotalG"],
+            **{field: a[field] for field, _ in api_fields()},
             "isEstimated": a["isEstimated"], "estimationReasons": a["estimationReasons"],
         } for key, a in allocs.items()})
     return out

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from pipelines.serving.engine import AllocationQuery, answer_allocations, to_csv
+from pipelines.serving.engine import AllocationQuery, answer_allocations, policy_defaults, to_csv
 from pipelines.serving.errors import QueryError
 from pipelines.serving.snapshots import ServingUnavailable, SnapshotPool
 from pipelines.settings import Settings
@@ -32,7 +32,7 @@ def _bool(text: str) -> bool:
 
 
 def build_parser(settings: Settings) -> argparse.ArgumentParser:
-    s = settings.sharing
+    s = policy_defaults(settings.sharing)  # the configured sharing policy, as the Kubecost endpoint's defaults
     p = _Parser(prog="kubeledger allocation", description="Allocation query over the serving copy (docs/API.md).")
     p.add_argument("--window", required=True, help="e.g. yesterday, 7d offset 1d, 2024-03-01T00:00:00Z,2024-03-08T00:00:00Z")
     p.add_argument("--aggregate", default="", help="e.g. namespace, label:app, cluster,namespace")
@@ -40,14 +40,14 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     p.add_argument("--step", default=None)
     p.add_argument("--accumulate", default=None)
     p.add_argument("--idle", type=_bool, default=True)
-    p.add_argument("--share-idle", type=_bool, default=s.share_idle)
-    p.add_argument("--idle-split", default=s.idle_split)
-    p.add_argument("--idle-by-node", type=_bool, default=s.idle_by_node)
+    p.add_argument("--share-idle", type=_bool, default=s["share_idle"])
+    p.add_argument("--idle-split", default=s["idle_split"])
+    p.add_argument("--idle-by-node", type=_bool, default=s["idle_by_node"])
     p.add_argument("--split-idle", type=_bool, default=False)
-    p.add_argument("--share-namespaces", default=",".join(s.shared_namespaces))
-    p.add_argument("--share-labels", default=",".join(s.shared_labels))
-    p.add_argument("--share-cost", type=float, default=s.monthly_overhead_usd, help="$/month")
-    p.add_argument("--share-split", default=s.split)
+    p.add_argument("--share-namespaces", default=",".join(s["share_namespaces"]))
+    p.add_argument("--share-labels", default=",".join(s["share_labels"]))
+    p.add_argument("--share-cost", type=float, default=s["share_cost"], help="$/month")
+    p.add_argument("--share-split", default=s["share_split"])
     p.add_argument("--share-scope", default="all", choices=("all", "cluster"),
                    help="pool shared costs over the whole answer (all, as OpenCost) or within each cluster "
                         "(cluster, as marts.fct_allocation_shared_daily)")

@@ -6,6 +6,8 @@ plain jinja2 and per-request options — the same macro dbt renders for marts.fc
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,6 +19,7 @@ import jinja2
 
 from pipelines import DBT_PROJECT_DIR
 from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
+from pipelines.serving.columns import allocation_columns, api_fields, column_names
 from pipelines.serving.coverage import mart_coverage_notes
 from pipelines.serving.csvout import write_csv
 from pipelines.serving.errors import QueryError
@@ -43,7 +46,31 @@ def _macro_module() -> Any:
 
 
 def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
-    return str(_macro_module().share_allocations(relation_sql, options=options))
+    columns = [dict(c) for c in allocation_columns()]
+    return str(_macro_module().share_allocations(relation_sql, options=options, columns=columns))
+
+
+def hours_per_month() -> float:
+    """The month of a monthly amount (shareCost, the configured overhead): the sharing macro's constant."""
+    return float(str(_macro_module().hours_per_month()))
+
+
+# AllocationQuery field -> share_allocations option, for the options the configured policy sets
+_POLICY_FIELDS = {"share_idle": "share_idle", "idle_split": "idle_split", "idle_by_node": "idle_by_node",
+                  "share_namespaces": "shared_namespaces", "share_labels": "shared_labels",
+                  "share_cost": "overhead_monthly_usd", "share_split": "share_split"}
+
+
+def policy_defaults(sharing: Any) -> dict[str, Any]:
+    """The configured sharing policy (settings.sharing) as AllocationQuery fields: the defaults of the Kubecost
+    endpoint and of `kubeledger allocation`. The policy -> options mapping is the macro's sharing_policy_options,
+    the one marts.fct_allocation_shared_daily renders, so the API's defaults and the mart cannot drift."""
+    policy = {f.name: getattr(sharing, f.name) for f in dataclasses.fields(sharing)}
+    options = json.loads(str(_macro_module().sharing_policy_options(policy)))
+    out = {name: options[option] for name, option in _POLICY_FIELDS.items()}
+    out.update(share_namespaces=tuple(out["share_namespaces"]), share_labels=tuple(out["share_labels"]),
+               share_cost=float(out["share_cost"]))
+    return out
 
 
 @dataclass
@@ -141,8 +168,6 @@ def _iso(dt: Any) -> str | None:
 
 
 def _json_map(text: Any) -> Any:
-    import json
-
     if text is None:
         return None
     try:
@@ -210,8 +235,8 @@ def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
         "externalCost": n(r["external_cost"]), "sharedCost": n(r["shared_cost"]), "totalCost": n(r["total_cost"]),
         "totalEfficiency": n(r["total_efficiency"]), "rawAllocationOnly": raw_only,
         "costRatio": n(r["cost_ratio"]),
-        "energyKwh": n(r["energy_kwh"]), "co2eOperationalG": n(r["co2e_operational_g"]),
-        "co2eEmbodiedG": n(r["co2e_embodied_g"]), "co2eTotalG": n(r["co2e_total_g"]),
+        # kubeledger's own fields (energy, carbon): the `api` names of macros/allocation_columns.sql
+        **{field: n(r[col]) for field, col in api_fields()},
         "isEstimated": bool(r["is_estimated"]), "estimationReasons": reasons,
     }
 
@@ -258,9 +283,11 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> Al
           ON b.window_start >= st.step_start AND b.window_start < st.step_end
         WHERE b.usage_date >= $win_s AND b.usage_date < $win_e
     )"""  # noqa: S608
-    options = {"share_idle": q.share_idle, "idle_split": q.idle_split, "idle_by_node": q.idle_by_node,
-               "split_idle": q.split_idle, "include_idle": q.idle, "share_split": q.share_split,
-               "overhead_monthly_usd": float(q.share_cost), "share_scope": q.share_scope, "rows_col": "_rows"}
+    # shared namespaces/labels travel as is_shared_row (bound parameters), not as options
+    options = {option: getattr(q, name) for name, option in _POLICY_FIELDS.items()
+               if name not in ("share_namespaces", "share_labels")}
+    options.update(overhead_monthly_usd=float(q.share_cost), split_idle=q.split_idle, include_idle=q.idle,
+                   share_scope=q.share_scope, rows_col="_rows")
     sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]
@@ -302,17 +329,6 @@ def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> lis
     return answer_allocations(con, q).sets
 
 
-_PROPS = ("node", "namespace", "pod", "pod_uid", "container", "allocation_name", "controller_kind", "controller",
-          "provider_id", "labels", "annotations", "namespace_labels", "namespace_annotations", "node_labels",
-          "services")
-_AVERAGES = ("cpu_core_request_average", "cpu_core_usage_average", "gpu_request_average", "gpu_usage_average",
-             "ram_byte_request_average", "ram_byte_usage_average")
-_SUMS = ("cpu_core_hours", "cpu_cost", "cpu_cost_idle", "gpu_hours", "gpu_cost", "gpu_cost_idle", "ram_byte_hours",
-         "ram_cost", "ram_cost_idle", "pv_byte_hours", "pv_cost", "network_transfer_bytes", "network_receive_bytes",
-         "network_cross_zone_cost", "network_cross_region_cost", "network_internet_cost", "network_cost",
-         "load_balancer_cost", "shared_cost", "external_cost", "total_cost", "energy_kwh", "energy_cpu_kwh",
-         "energy_memory_kwh", "energy_gpu_kwh", "energy_storage_kwh", "co2e_operational_g", "co2e_embodied_g",
-         "co2e_total_g")
 
 
 def _preaggregated(relation: str, idle_by_node: bool) -> str:
@@ -326,15 +342,15 @@ def _preaggregated(relation: str, idle_by_node: bool) -> str:
              "estimation_reasons"]
     if idle_by_node:
         group.append("node")
-    props = [c for c in _PROPS if c not in group]
+    props = [c for c in column_names("property") if c not in group]
     cols = [*group]
     # equal-on-all-members test by hash: comparing long JSON strings (labels, annotations) row by row dominated
     cols += [f"CASE WHEN count({c}) = count(*) AND min(hash({c})) = max(hash({c})) THEN any_value({c}) END AS {c}"
              for c in props]
     cols += ["min(start_ts) AS start_ts", "max(end_ts) AS end_ts", "sum(minutes) AS minutes"]
-    cols += [f"sum({c} * minutes) / nullif(sum(minutes), 0) AS {c}" for c in _AVERAGES]
-    cols += ["max(cpu_core_usage_max) AS cpu_core_usage_max", "max(ram_byte_usage_max) AS ram_byte_usage_max"]
-    cols += [f"sum({c}) AS {c}" for c in _SUMS]
+    cols += [f"sum({c} * minutes) / nullif(sum(minutes), 0) AS {c}" for c in column_names("average")]
+    cols += [f"max({c}) AS {c}" for c in column_names("max")]
+    cols += [f"sum({c}) AS {c}" for c in column_names("sum", "energy")]
     cols += ["sum(carbon_intensity_g_per_kwh * energy_kwh) / nullif(sum(energy_kwh), 0) AS carbon_intensity_g_per_kwh",
              "sum(pue * energy_kwh) / nullif(sum(energy_kwh), 0) AS pue",
              "bool_or(idle_clamped) AS idle_clamped", "bool_or(is_estimated) AS is_estimated",
@@ -357,7 +373,7 @@ def _add_breakdown(con: duckdb.DuckDBPyConnection, q: AllocationQuery, relation:
         allocs = by_step.get(step, {})
         src = dict(sources.get(step, {}))
         if q.share_cost:
-            src["__overhead__"] = q.share_cost / 730.0 * (step_end - step).total_seconds() / 3600.0
+            src["__overhead__"] = q.share_cost / hours_per_month() * (step_end - step).total_seconds() / 3600.0
         pool = sum(src.values())
         for alloc in allocs.values():
             shared = alloc["sharedCost"] or 0.0
@@ -372,7 +388,7 @@ CSV_FIELDS = ("minutes", "cpuCores", "cpuCoreRequestAverage", "cpuCoreUsageAvera
               "ramEfficiency", "pvBytes", "pvByteHours", "pvCost", "networkTransferBytes", "networkReceiveBytes",
               "networkCost", "networkCrossZoneCost", "networkCrossRegionCost", "networkInternetCost",
               "loadBalancerCost", "externalCost", "sharedCost", "totalCost", "totalEfficiency", "costRatio",
-              "energyKwh", "co2eOperationalG", "co2eEmbodiedG", "co2eTotalG", "isEstimated", "estimationReasons")
+              *(field for field, _ in api_fields()), "isEstimated", "estimationReasons")
 
 
 def to_csv(sets: list[dict[str, dict[str, Any]]]) -> str:

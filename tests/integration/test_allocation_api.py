@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.serving.cli import run_allocation_cli
+from pipelines.serving.columns import allocation_columns
 from pipelines.serving.engine import MACRO_PATH, AllocationQuery, query_allocations
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.api_client import get_json, serve_api
@@ -295,9 +296,11 @@ def test_macro_file_is_plain_jinja_macros_only() -> None:
     for dbt_only in ("ref(", "source(", "config(", "adapter.", "var(", "exceptions.", "return("):
         assert dbt_only not in re.sub(r"{#.*?#}", "", text, flags=re.S)
     module = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text).module
+    columns = [dict(c) for c in allocation_columns()]  # the row's list (dbt passes allocation_columns())
     sql = str(module.share_allocations("marts.fct_allocation_daily", key_expr="allocation_name",
                                        step_col="usage_date", options={"share_idle": True, "split_idle": "row",
-                                                                       "shared_namespaces": ["kube-system"]}))
+                                                                       "shared_namespaces": ["kube-system"]},
+                                       columns=columns))
     con = duckdb.connect()
     from tests.fixtures.opencost_fixture import create_allocation_table, insert_rows
 
@@ -306,7 +309,7 @@ def test_macro_file_is_plain_jinja_macros_only() -> None:
     total = con.execute(f"SELECT sum(total_cost), count(*) FROM ({sql})").fetchone()  # noqa: S608
     assert total is not None and abs(total[0] - 112) < TOL and total[1] == 12
     bad = str(module.share_allocations("marts.fct_allocation_daily", key_expr="allocation_name",
-                                       options={"share_split": "fair"}))
+                                       options={"share_split": "fair"}, columns=columns))
     with pytest.raises(duckdb.Error, match="invalid options"):
         con.execute(bad).fetchall()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.serving.engine import AllocationQuery, query_allocations
+from pipelines.serving.engine import AllocationQuery, policy_defaults, query_allocations
 from pipelines.settings import load_settings
 from pipelines.warehouse.publish import (
     LAKE_FILE,
@@ -133,10 +133,7 @@ def test_bi_views_agree_with_the_api_to_the_cent(wh: Path) -> None:
     # the shared view = the API with the marts' sharing policy, pooled per cluster-day
     sharing = load_settings(wh.parent / "kubeledger.yaml").sharing
     shared = rows(serving, "select * from bi.controller_daily_shared where usage_date = ?", [D1])
-    answer = api(serving, D1, aggregate="controller", share_idle=sharing.share_idle, idle_split=sharing.idle_split,
-                 idle_by_node=sharing.idle_by_node, share_namespaces=tuple(sharing.shared_namespaces),
-                 share_labels=tuple(sharing.shared_labels), share_cost=sharing.monthly_overhead_usd,
-                 share_split=sharing.split, share_scope="cluster")
+    answer = api(serving, D1, aggregate="controller", **policy_defaults(sharing), share_scope="cluster")
     for alloc in answer.values():
         alloc["idleReceived"] = (alloc["cpuCostIdle"] or 0) + (alloc["ramCostIdle"] or 0) + (alloc["gpuCostIdle"] or 0)
     assert_agree(summed(shared, lambda r: r["controller_key"],

@@ -2,22 +2,19 @@
 with allocations as (
     select * from {{ ref('fct_allocation_daily') }}
     {% if is_incremental() %}
-    where usage_date in (select distinct cast(hour_ts as date) from {{ ref('stg_metrics__node_hours') }})
+    where usage_date in (select usage_date from {{ ref('int_nodes_counted_daily') }})
     {% endif %}
 ),
 
 assets as (
     select * from {{ ref('fct_asset_daily') }}
     {% if is_incremental() %}
-    where usage_date in (select distinct cast(hour_ts as date) from {{ ref('stg_metrics__node_hours') }})
+    where usage_date in (select usage_date from {{ ref('int_nodes_counted_daily') }})
     {% endif %}
 ),
 
 node_hours as (
-    select cast(hour_ts as date) as usage_date, cluster, count(distinct hour_ts) as hours_covered,
-           count(distinct node) as nodes
-    from {{ ref('stg_metrics__node_hours') }}
-    group by cast(hour_ts as date), cluster
+    select * from {{ ref('int_nodes_counted_daily') }}
 ),
 
 alloc_totals as (
