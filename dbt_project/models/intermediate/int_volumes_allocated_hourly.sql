@@ -93,9 +93,13 @@ clipped_pods as (
 ),
 
 breakpoints as (
-    select cluster, hour_ts, pv, start_s as point_s from clipped_pods where end_s > start_s
+    select cluster, hour_ts, pv, start_s as point_s
+    from clipped_pods
+    where end_s > start_s
     union
-    select cluster, hour_ts, pv, end_s from clipped_pods where end_s > start_s
+    select cluster, hour_ts, pv, end_s
+    from clipped_pods
+    where end_s > start_s
 ),
 
 segments as (

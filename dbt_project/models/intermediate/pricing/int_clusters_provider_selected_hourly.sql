@@ -9,7 +9,7 @@ with counted as (
 ranked as (
     select
         *,
-        row_number() over (partition by cluster, hour_ts order by node_count desc, provider) as pick
+        row_number() over (partition by cluster, hour_ts order by node_count desc, provider asc) as pick
     from counted
 )
 

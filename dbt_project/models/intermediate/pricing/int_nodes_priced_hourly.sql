@@ -26,8 +26,9 @@ csv_node_match as (
         csv_prices.market_price_hourly,
         row_number() over (
             partition by nodes.cluster, nodes.hour_ts, nodes.node
-            order by case when csv_prices.region is not null then 0 else 1 end,
-                     case csv_prices.instance_id_field when 'spec.providerID' then 0 when 'metadata.name' then 1 else 2 end
+            order by
+                case when csv_prices.region is not null then 0 else 1 end,
+                case csv_prices.instance_id_field when 'spec.providerID' then 0 when 'metadata.name' then 1 else 2 end
         ) as pick
     from nodes
     join csv_prices
@@ -36,8 +37,11 @@ csv_node_match as (
         and (
             (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
             or (csv_prices.instance_id_field = 'spec.providerID' and csv_prices.instance_id = nodes.provider_id)
-            or (csv_prices.instance_id_field like 'metadata.labels.%'
-                and csv_prices.instance_id = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }})
+            or (
+                csv_prices.instance_id_field like 'metadata.labels.%'
+                and csv_prices.instance_id
+                = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }}
+            )
         )
 ),
 

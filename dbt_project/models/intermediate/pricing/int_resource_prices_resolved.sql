@@ -17,31 +17,35 @@ lb as (
 ),
 
 providers as (
-    select distinct provider from shipped where provider not in ('default', 'opencost_builtin')
-    union all select 'default'
-    union all select 'onprem'
+    select distinct provider
+    from shipped
+    where provider not in ('default', 'opencost_builtin')
+    union all
+    select 'default'
+    union all
+    select 'onprem'
 ),
 
 candidates as (
     -- one candidate per (provider, key, tier); the ranking is price_pick's (macros/pricing.sql)
     select p.provider, c.price_key, c.hourly_usd, 'custom' as tier
-    from providers p cross join custom c
+    from providers as p cross join custom as c
     union all
     select p.provider, s.price_key, s.hourly_usd, 'provider_file'
-    from providers p join shipped s on s.provider = p.provider
+    from providers as p join shipped as s on s.provider = p.provider
     union all
     select p.provider, s.price_key, s.hourly_usd, 'default_file'
-    from providers p join shipped s on s.provider = 'default'
+    from providers as p join shipped as s on s.provider = 'default'
     union all
     select p.provider, s.price_key, s.hourly_usd, 'builtin'
-    from providers p join shipped s on s.provider = 'opencost_builtin'
+    from providers as p join shipped as s on s.provider = 'opencost_builtin'
     union all
     -- load balancers: kubeledger's seed (OpenCost's implementation values) outranks default.json and built-in
     select p.provider, 'LoadBalancer', lb.hourly_usd, 'provider_seed'
-    from providers p join lb on lb.provider = p.provider
+    from providers as p join lb on lb.provider = p.provider
     union all
     select p.provider, 'LoadBalancer', lb.hourly_usd, 'default_seed'
-    from providers p join lb on lb.provider = 'default'
+    from providers as p join lb on lb.provider = 'default'
 ),
 
 ranked as (
@@ -53,7 +57,8 @@ ranked as (
 ),
 
 picked as (
-    select * from ranked where pick = 1
+    select * from ranked
+    where pick = 1
 ),
 
 pivoted as (

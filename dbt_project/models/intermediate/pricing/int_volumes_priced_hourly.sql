@@ -16,7 +16,8 @@ resource_prices as (
 ),
 
 csv_prices as (
-    select * from {{ ref('stg_pricing__node_prices') }} where asset_class = 'pv'
+    select * from {{ ref('stg_pricing__node_prices') }}
+    where asset_class = 'pv'
 ),
 
 located as (
@@ -41,7 +42,8 @@ candidates as (
     union all
     select located.cluster, located.hour_ts, located.pv, csv.market_price_hourly, 'csv', 'asset_csv', 2
     from located
-    join csv_prices as csv on csv.instance_id_field = 'spec.storageClassName' and csv.instance_id = located.storage_class
+    join csv_prices as csv
+        on csv.instance_id_field = 'spec.storageClassName' and csv.instance_id = located.storage_class
     where csv.market_price_hourly is not null
     union all
     select cluster, hour_ts, pv, provider_price, resource_price_source, 'provider_resources', 1
