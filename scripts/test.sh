@@ -11,6 +11,11 @@ bash scripts/ci/setup_boavizta.sh
 bash scripts/ci/setup_postgres.sh
 export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 .venv/bin/ruff check .
+# SQL lint with the dbt templater (.sqlfluff): dbt's compile goes to a temp dir, nothing is written into the tree
+lint_tmp="$(mktemp -d)"
+KUBELEDGER_WAREHOUSE="$lint_tmp/lint.duckdb" DBT_TARGET_PATH="$lint_tmp/target" DBT_LOG_PATH="$lint_tmp/logs" \
+    .venv/bin/sqlfluff lint dbt_project/models dbt_project/tests
+rm -rf "$lint_tmp"
 # Two groups, so the load tests' time shows on its own; pytest's exit 5 (no test in a group, e.g. when a single file
 # is given) is not a failure.
 status=0

@@ -14,7 +14,8 @@ node_prices as (
 ),
 
 default_prices as (
-    select * from {{ ref('int_resource_prices_resolved') }} where provider = 'default'
+    select * from {{ ref('int_resource_prices_resolved') }}
+    where provider = 'default'
 ),
 
 placed as (

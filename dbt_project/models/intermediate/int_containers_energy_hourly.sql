@@ -18,7 +18,8 @@ shared as (
         node_energy.node is not null as has_node_energy,
         case
             when node_energy.cpu_core_seconds > 0
-                then node_energy.cpu_energy_j * coalesce(containers.cpu_usage_core_seconds, 0) / node_energy.cpu_core_seconds
+                then node_energy.cpu_energy_j * coalesce(containers.cpu_usage_core_seconds, 0)
+                     / node_energy.cpu_core_seconds
             else 0.0
         end as cpu_energy_j,
         case
@@ -28,7 +29,8 @@ shared as (
         end as memory_energy_j,
         case
             when node_energy.gpu_energy_j > 0 and node_energy.gpu_count > 0 and node_energy.node_run_h > 0
-                then node_energy.gpu_energy_j * least(containers.gpu_hours / (node_energy.gpu_count * node_energy.node_run_h), 1.0)
+                then node_energy.gpu_energy_j
+                     * least(containers.gpu_hours / (node_energy.gpu_count * node_energy.node_run_h), 1.0)
             else 0.0
         end as gpu_energy_j,
         coalesce(node_energy.carbon_intensity_g_per_kwh, {{ sql_number(var('default_intensity_g_per_kwh', 500)) }})
@@ -36,7 +38,10 @@ shared as (
         coalesce(node_energy.pue, {{ sql_number(var('default_pue', 1.3)) }}) as pue,
         -- share-hours = min(max(request, usage) core-hours / vCPUs, running hours)
         coalesce(node_energy.embodied_g_per_hour, 100000.0 / 35040.0)
-            * least(containers.cpu_core_hours / nullif(coalesce(node_energy.vcpus, containers.node_vcpus), 0), containers.run_h)
+            * least(
+                containers.cpu_core_hours / nullif(coalesce(node_energy.vcpus, containers.node_vcpus), 0),
+                containers.run_h
+            )
             as co2e_embodied_g,
         coalesce(node_energy.is_unknown_instance_type, true) as is_unknown_instance_type,
         coalesce(node_energy.is_provider_average_profile, false) as is_provider_average_profile,

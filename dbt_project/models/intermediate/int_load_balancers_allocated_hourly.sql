@@ -22,30 +22,9 @@ pod_run as (
     group by cluster, hour_ts, pod_uid
 ),
 
-nodes as (
-    select cluster, hour_ts, provider,
-           row_number() over (partition by cluster, hour_ts order by count(*) desc, provider) as pick
-    from {{ ref('int_nodes_enriched_hourly') }}
-    group by cluster, hour_ts, provider
-),
-
-resource_prices as (
-    select * from {{ ref('int_resource_prices_resolved') }}
-),
-
 service_cost as (
-    select
-        services.cluster,
-        services.hour_ts,
-        services.namespace,
-        services.service,
-        max(services.active_h) * max(coalesce(rp.load_balancer_hour_usd, rp_default.load_balancer_hour_usd))
-            as service_cost
-    from services
-    left join nodes on nodes.cluster = services.cluster and nodes.hour_ts = services.hour_ts and nodes.pick = 1
-    left join resource_prices as rp on rp.provider = nodes.provider
-    left join resource_prices as rp_default on rp_default.provider = 'default'
-    group by services.cluster, services.hour_ts, services.namespace, services.service
+    select cluster, hour_ts, namespace, service, active_h * load_balancer_hour_usd as service_cost
+    from {{ ref('int_load_balancers_priced_hourly') }}
 ),
 
 metric_selected as (

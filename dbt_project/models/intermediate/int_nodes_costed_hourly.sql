@@ -94,7 +94,8 @@ costed as (
     left join allocated
         on allocated.cluster = prices.cluster and allocated.hour_ts = prices.hour_ts and allocated.node = prices.node
     left join node_energy
-        on node_energy.cluster = prices.cluster and node_energy.hour_ts = prices.hour_ts and node_energy.node = prices.node
+        on node_energy.cluster = prices.cluster and node_energy.hour_ts = prices.hour_ts
+        and node_energy.node = prices.node
     left join container_energy
         on container_energy.cluster = prices.cluster and container_energy.hour_ts = prices.hour_ts
         and container_energy.node = prices.node

@@ -29,6 +29,13 @@ provider_averages as (
     from {{ ref('power_provider_averages') }}
 ),
 
+unknown_profile as (
+    -- the profile of a provider without averages (1-10 W per vCPU, METHOD B3)
+    select min_watts_per_vcpu, max_watts_per_vcpu
+    from provider_averages
+    where provider = '__unknown__'
+),
+
 intensity as (
     select * from {{ ref('stg_carbon__intensity_hours') }}
 ),
@@ -67,7 +74,8 @@ gpu_metrics as (
 ),
 
 gpu_profiles as (
-    select lower(gpu_model) as gpu_model, lower(ccf_name) as ccf_name, min_watts, max_watts from {{ ref('gpu_power_profiles') }}
+    select lower(gpu_model) as gpu_model, lower(ccf_name) as ccf_name, min_watts, max_watts
+    from {{ ref('gpu_power_profiles') }}
 ),
 
 gpu_profile_match as (
@@ -87,7 +95,8 @@ gpu_profile_match as (
             on gpu_metrics.cluster = nodes.cluster and gpu_metrics.hour_ts = nodes.hour_ts
             and gpu_metrics.node = nodes.node
         join gpu_profiles
-            on lower(coalesce(gpu_metrics.gpu_model_reported, nodes.gpu_model)) like '%' || gpu_profiles.gpu_model || '%'
+            on lower(coalesce(gpu_metrics.gpu_model_reported, nodes.gpu_model))
+            like '%' || gpu_profiles.gpu_model || '%'
         where nodes.gpu_count > 0
     ) as ranked
     where pick = 1
@@ -124,8 +133,7 @@ profiled as (
         and instance_profiles.instance_key = {{ instance_profile_key('nodes.provider', 'nodes.instance_type') }}
     left join provider_averages
         on provider_averages.provider = nodes.provider
-    cross join (select min_watts_per_vcpu, max_watts_per_vcpu from provider_averages where provider = '__unknown__')
-        as unknown_profile
+    cross join unknown_profile
 ),
 
 powered as (
@@ -146,28 +154,35 @@ powered as (
 energised as (
     select
         powered.*,
-        vcpus * (min_watts_per_vcpu + (max_watts_per_vcpu - min_watts_per_vcpu) * cpu_utilisation) as cpu_power_w,
-        vcpus * (min_watts_per_vcpu + (max_watts_per_vcpu - min_watts_per_vcpu) * cpu_utilisation)
-            * node_run_s as cpu_energy_j,
+        powered.vcpus * (
+            powered.min_watts_per_vcpu
+            + (powered.max_watts_per_vcpu - powered.min_watts_per_vcpu) * powered.cpu_utilisation
+        ) as cpu_power_w,
+        powered.vcpus * (
+            powered.min_watts_per_vcpu
+            + (powered.max_watts_per_vcpu - powered.min_watts_per_vcpu) * powered.cpu_utilisation
+        ) * powered.node_run_s as cpu_energy_j,
         {% if var('energy_memory', false) %}
         -- CCF memory coefficient 0.000392 kWh per GB-hour (decimal GB) of capacity; containers get their allocated share
-        ram_capacity_bytes / 1.0e9 * node_run_h * 0.000392 * 3.6e6
+        powered.ram_capacity_bytes / 1.0e9 * powered.node_run_h * 0.000392 * 3.6e6
         {% else %}cast(0 as double){% endif %} as memory_energy_j,
         {% if var('energy_gpu', false) %}
         case
-            when gpu_count <= 0 then 0.0
-            when gpu_metrics.gpu_power_w is not null then gpu_metrics.gpu_power_w * node_run_s
-            else gpu_count * (coalesce(gpu_profiles.min_watts, 0)
+            when powered.gpu_count <= 0 then 0.0
+            when gpu_metrics.gpu_power_w is not null then gpu_metrics.gpu_power_w * powered.node_run_s
+            else powered.gpu_count * (coalesce(gpu_profiles.min_watts, 0)
                  + (coalesce(gpu_profiles.max_watts, 0) - coalesce(gpu_profiles.min_watts, 0))
-                 * coalesce(gpu_metrics.gpu_util, 0.5)) * node_run_s
+                 * coalesce(gpu_metrics.gpu_util, 0.5)) * powered.node_run_s
         end
         {% else %}cast(0 as double){% endif %} as gpu_energy_j,
-        gpu_count > 0 and {{ sql_bool(var('energy_gpu', false)) }} and gpu_metrics.gpu_power_w is null as is_gpu_power_estimated
+        powered.gpu_count > 0 and {{ sql_bool(var('energy_gpu', false)) }} and gpu_metrics.gpu_power_w is null
+            as is_gpu_power_estimated
     from powered
     left join gpu_metrics
         on gpu_metrics.cluster = powered.cluster and gpu_metrics.hour_ts = powered.hour_ts
         and gpu_metrics.node = powered.node
-    left join gpu_profile_match as gpu_profiles
+    -- read only when energy_gpu is on (jinja above)
+    left join gpu_profile_match as gpu_profiles  -- noqa: ST11
         on gpu_profiles.cluster = powered.cluster and gpu_profiles.hour_ts = powered.hour_ts
         and gpu_profiles.node = powered.node
 ),
@@ -212,7 +227,9 @@ carbon as (
     left join zone_annual on zone_annual.zone = energised.carbon_zone
     left join region_annual on region_annual.provider = energised.provider and region_annual.region = energised.region
     left join pue_provider on pue_provider.provider = energised.provider
-    left join pue_region on pue_region.provider = energised.provider and pue_region.region = energised.region
+    -- read only when pue_source = 'ccf' (jinja above)
+    left join pue_region  -- noqa: ST11
+        on pue_region.provider = energised.provider and pue_region.region = energised.region
     left join boavizta
         on boavizta.provider = energised.provider
         and boavizta.instance_type_key = {{ boavizta_instance_key('energised.provider', 'energised.instance_type') }}
@@ -252,7 +269,8 @@ final as (
         intensity_source,
         pue,
         pue_source,
-        (cpu_energy_j + memory_energy_j + gpu_energy_j) / 3.6e6 * carbon_intensity_g_per_kwh * pue as co2e_operational_g,
+        (cpu_energy_j + memory_energy_j + gpu_energy_j) / 3.6e6 * carbon_intensity_g_per_kwh * pue
+            as co2e_operational_g,
         embodied_g_per_hour,
         embodied_g_per_hour * node_run_h as co2e_embodied_g,
         is_embodied_fallback,

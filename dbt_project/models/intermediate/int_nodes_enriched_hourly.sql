@@ -19,7 +19,10 @@ cluster_config as (
 ),
 
 zones as (
-    select lower(provider) as provider, lower(region) as region, nullif(electricitymaps_zone, '') as electricitymaps_zone
+    select
+        lower(provider) as provider,
+        lower(region) as region,
+        nullif(electricitymaps_zone, '') as electricitymaps_zone
     from {{ ref('region_carbon_zones') }}
 ),
 
@@ -72,7 +75,8 @@ with_provider as (
             {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'topology.kubernetes.io/zone') }},
             {{ label_value(['nodes.labels', 'nodes.snapshot_labels'], 'failure-domain.beta.kubernetes.io/zone') }}
         ) as zone_resolved,
-        nullif({{ label_value(['nodes.labels', 'nodes.snapshot_labels'], var('carbon_zone_label')) }}, '') as label_carbon_zone
+        nullif({{ label_value(['nodes.labels', 'nodes.snapshot_labels'], var('carbon_zone_label')) }}, '')
+            as label_carbon_zone
     from nodes_filled as nodes
     left join cluster_config on nodes.cluster = cluster_config.cluster
 ),
@@ -127,7 +131,8 @@ final as (
         with_region.ram_allocatable_bytes,
         with_region.node_run_h,
         with_region.cluster_pue,
-        coalesce(with_region.label_carbon_zone, with_region.cluster_carbon_zone, zones.electricitymaps_zone) as carbon_zone,
+        coalesce(with_region.label_carbon_zone, with_region.cluster_carbon_zone, zones.electricitymaps_zone)
+            as carbon_zone,
         case
             when with_region.label_carbon_zone is not null then 'node_label'
             when with_region.cluster_carbon_zone is not null then 'cluster_config'

@@ -23,19 +23,8 @@ pod_intervals as (
     group by cluster, hour_ts, pod_uid
 ),
 
-nodes as (
-    select cluster, hour_ts, provider, region,
-           row_number() over (partition by cluster, hour_ts order by count(*) desc, provider) as pick
-    from {{ ref('int_nodes_enriched_hourly') }}
-    group by cluster, hour_ts, provider, region
-),
-
-resource_prices as (
-    select * from {{ ref('int_resource_prices_resolved') }}
-),
-
-csv_prices as (
-    select * from {{ ref('stg_pricing__node_prices') }} where asset_class = 'pv'
+prices as (
+    select * from {{ ref('int_volumes_priced_hourly') }}
 ),
 
 media as (
@@ -45,24 +34,14 @@ media as (
 priced as (
     select
         volumes.*,
-        coalesce(nodes.provider, 'default') as provider,
-        coalesce(csv_by_name.market_price_hourly, csv_by_class.market_price_hourly,
-                 rp.storage_gib_hour_usd, rp_default.storage_gib_hour_usd) as price_gib_hour_usd,
-        case
-            when csv_by_name.market_price_hourly is not null or csv_by_class.market_price_hourly is not null then 'csv'
-            else coalesce(rp.price_source, rp_default.price_source)
-        end as price_source,
+        prices.provider,
+        prices.price_gib_hour_usd,
+        prices.price_source,
         coalesce(media.media, 'ssd') as media,
         media.media is null as is_media_unknown,
         volumes.active_h * 3600.0 as active_s
     from volumes
-    left join nodes on nodes.cluster = volumes.cluster and nodes.hour_ts = volumes.hour_ts and nodes.pick = 1
-    left join csv_prices as csv_by_name
-        on csv_by_name.instance_id_field = 'metadata.name' and csv_by_name.instance_id = volumes.pv
-    left join csv_prices as csv_by_class
-        on csv_by_class.instance_id_field = 'spec.storageClassName' and csv_by_class.instance_id = volumes.storage_class
-    left join resource_prices as rp on rp.provider = nodes.provider
-    left join resource_prices as rp_default on rp_default.provider = 'default'
+    join prices on prices.cluster = volumes.cluster and prices.hour_ts = volumes.hour_ts and prices.pv = volumes.pv
     left join media on media.storage_class = lower(volumes.storage_class)
 ),
 
@@ -114,9 +93,13 @@ clipped_pods as (
 ),
 
 breakpoints as (
-    select cluster, hour_ts, pv, start_s as point_s from clipped_pods where end_s > start_s
+    select cluster, hour_ts, pv, start_s as point_s
+    from clipped_pods
+    where end_s > start_s
     union
-    select cluster, hour_ts, pv, end_s from clipped_pods where end_s > start_s
+    select cluster, hour_ts, pv, end_s
+    from clipped_pods
+    where end_s > start_s
 ),
 
 segments as (

@@ -103,9 +103,12 @@ overhead as (
 
 unioned as (
     select * from nodes
-    union all select * from volumes
-    union all select * from load_balancers
-    union all select * from overhead
+    union all
+    select * from volumes
+    union all
+    select * from load_balancers
+    union all
+    select * from overhead
 ),
 
 final as (

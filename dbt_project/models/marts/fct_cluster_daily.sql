@@ -90,8 +90,10 @@ final as (
         alloc_totals.allocation_rows,
         alloc_totals.idle_clamped
     from alloc_totals
-    join asset_totals on asset_totals.usage_date = alloc_totals.usage_date and asset_totals.cluster = alloc_totals.cluster
-    left join node_hours on node_hours.usage_date = alloc_totals.usage_date and node_hours.cluster = alloc_totals.cluster
+    join asset_totals
+        on asset_totals.usage_date = alloc_totals.usage_date and asset_totals.cluster = alloc_totals.cluster
+    left join node_hours
+        on node_hours.usage_date = alloc_totals.usage_date and node_hours.cluster = alloc_totals.cluster
 )
 
 select * from final

@@ -1,4 +1,4 @@
--- grain: one row per (provider, instance_type) with a usable embodied value
+-- grain: one row per (provider, instance_type_key) with a usable embodied value
 with source as (
     select * from {{ source('boavizta', 'boavizta_impacts') }}
 ),

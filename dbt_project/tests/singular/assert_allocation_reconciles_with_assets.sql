@@ -1,4 +1,5 @@
-{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}  {#- the Dagster asset check's asset (the test refs several models) #}
+{#- the Dagster asset check's asset (the test refs several models) #}
+{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}
 -- METHOD A1/A10/A18 (blocking reconciliation, before sharing): per cluster and day,
 --   Σ workload CPU+RAM+GPU cost + Σ idle CPU+RAM+GPU cost = Σ node CPU+RAM+GPU asset cost
 -- within 1e-9 relative (floats_differ, macros/float_tolerance.sql), unless idle_clamped (the overshoot is

@@ -1,4 +1,5 @@
-{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}  {#- the Dagster asset check's asset (the test refs several models) #}
+{#- the Dagster asset check's asset (the test refs several models) #}
+{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}
 -- No negative cost, energy or CO2e in the marts (idle is clamped at 0, METHOD A10; unattributed energy and
 -- embodied CO2e are clamped at 0, B2/B6). Returns one row per offending (mart, column, row key).
 {%- set checks = [

@@ -1,4 +1,5 @@
-{{ config(meta={'dagster': {'ref': {'name': 'fct_node_energy_daily'}}}) }}  {#- the Dagster asset check's asset (the test refs several models) #}
+{#- the Dagster asset check's asset (the test refs several models) #}
+{{ config(meta={'dagster': {'ref': {'name': 'fct_node_energy_daily'}}}) }}
 -- METHOD B2/B6 (kubeledger rule: the node's unattributed energy, operational and embodied CO2e go to its
 -- __idle__ row, so nodes reconcile). Per node and day, over the allocation rows of the node (workload + idle):
 --   Σ energy_kwh (without PV storage energy, which is not node energy) = node energy_kwh

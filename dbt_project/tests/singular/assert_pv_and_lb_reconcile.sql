@@ -1,4 +1,5 @@
-{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}  {#- the Dagster asset check's asset (the test refs several models) #}
+{#- the Dagster asset check's asset (the test refs several models) #}
+{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}
 -- METHOD A7/A9: persistent volumes and load balancers are fully allocated (pods + __unmounted__), never idle.
 -- Per cluster and day: Σ pv_cost over all allocation rows = Σ pv_cost of the volume assets, and
 -- Σ load_balancer_cost over all allocation rows = Σ load_balancer_cost of the load-balancer assets,

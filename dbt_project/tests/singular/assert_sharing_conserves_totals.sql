@@ -1,4 +1,5 @@
-{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_shared_daily'}}}) }}  {#- the Dagster asset check's asset (the test refs several models) #}
+{#- the Dagster asset check's asset (the test refs several models) #}
+{{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_shared_daily'}}}) }}
 -- Sharing moves cost, energy and carbon between rows; it never creates or loses any (METHOD A12, A18).
 -- Per cluster and day: Σ total_cost after sharing = Σ before + the monthly overhead for the day; Σ CO2e and Σ kWh
 -- are equal before and after. Rows returned = failures.

@@ -1,6 +1,7 @@
 -- grain: one row per (cluster, hour_ts, node)
 -- Each node-hour's CPU, RAM and GPU unit prices and where they came from (METHOD A4-A6).
--- Precedence: per-node CSV (Kubecost schema) > instance price sheet (provider, region, type) > per-resource prices.
+-- Precedence (tiers: macros/pricing.sql): per-node CSV (Kubecost schema) > instance price sheet or seed (provider,
+-- region, type) > per-resource prices; a missing, zero or NaN instance price is no candidate (falls through, flagged).
 with nodes as (
     select * from {{ ref('int_nodes_enriched_hourly') }}
 ),
@@ -10,7 +11,7 @@ resource_prices as (
 ),
 
 sheet as (
-    select * from {{ ref('stg_pricing__price_sheet') }}
+    select * from {{ ref('int_instance_prices_resolved') }}
 ),
 
 csv_prices as (
@@ -25,8 +26,9 @@ csv_node_match as (
         csv_prices.market_price_hourly,
         row_number() over (
             partition by nodes.cluster, nodes.hour_ts, nodes.node
-            order by case when csv_prices.region is not null then 0 else 1 end,
-                     case csv_prices.instance_id_field when 'spec.providerID' then 0 when 'metadata.name' then 1 else 2 end
+            order by
+                case when csv_prices.region is not null then 0 else 1 end,
+                case csv_prices.instance_id_field when 'spec.providerID' then 0 when 'metadata.name' then 1 else 2 end
         ) as pick
     from nodes
     join csv_prices
@@ -35,8 +37,11 @@ csv_node_match as (
         and (
             (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
             or (csv_prices.instance_id_field = 'spec.providerID' and csv_prices.instance_id = nodes.provider_id)
-            or (csv_prices.instance_id_field like 'metadata.labels.%'
-                and csv_prices.instance_id = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }})
+            or (
+                csv_prices.instance_id_field like 'metadata.labels.%'
+                and csv_prices.instance_id
+                = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }}
+            )
         )
 ),
 
@@ -68,8 +73,8 @@ joined as (
         csv_gpu.market_price_hourly as csv_gpu_price,
         case when nodes.is_spot and sheet.spot_hourly_usd is not null then sheet.spot_hourly_usd
              else sheet.hourly_usd end as sheet_price,
+        sheet.tier as sheet_tier,
         sheet.hourly_usd is not null and nodes.is_spot and sheet.spot_hourly_usd is null as is_spot_price_missing,
-        coalesce(rp.provider, rp_default.provider) as rp_provider,
         case when nodes.is_spot then coalesce(rp.spot_cpu_usd, rp_default.spot_cpu_usd)
              else coalesce(rp.cpu_usd, rp_default.cpu_usd) end as base_cpu_usd,
         case when nodes.is_spot then coalesce(rp.spot_ram_usd, rp_default.spot_ram_usd)
@@ -94,21 +99,34 @@ joined as (
     left join resource_prices as rp_default on rp_default.provider = 'default'
 ),
 
-with_node_price as (
+node_price_candidates as (
+    select cluster, hour_ts, node, csv_node_price as price, 'csv' as price_source, 'asset_csv' as tier
+    from joined
+    where csv_node_price > 0 and not {{ is_nan("csv_node_price") }}
+    union all
+    select cluster, hour_ts, node, sheet_price, 'sheet', sheet_tier
+    from joined
+    where sheet_price > 0 and not {{ is_nan("sheet_price") }}
+),
+
+node_price_picked as (
     select
         *,
-        -- missing, zero or NaN instance prices fall through to per-resource prices (flagged)
-        case
-            when csv_node_price > 0 and not {{ is_nan("csv_node_price") }} then csv_node_price
-            when sheet_price > 0 and not {{ is_nan("sheet_price") }} then sheet_price
-        end as node_price_usd,
-        case
-            when csv_node_price > 0 and not {{ is_nan("csv_node_price") }} then 'csv'
-            when sheet_price > 0 and not {{ is_nan("sheet_price") }} then 'sheet'
-            else resource_price_source
-        end as price_source,
-        ram_capacity_bytes / 1073741824.0 as ram_gib
+        {{ price_pick(['cluster', 'hour_ts', 'node']) }} as pick
+    from node_price_candidates
+),
+
+with_node_price as (
+    select
+        joined.*,
+        picked.price as node_price_usd,
+        -- no instance price: the per-resource prices (of the provider, else 'default') and their source
+        coalesce(picked.price_source, joined.resource_price_source) as price_source,
+        joined.ram_capacity_bytes / 1073741824.0 as ram_gib
     from joined
+    left join node_price_picked as picked
+        on picked.cluster = joined.cluster and picked.hour_ts = joined.hour_ts
+        and picked.node = joined.node and picked.pick = 1
 ),
 
 normalised as (
