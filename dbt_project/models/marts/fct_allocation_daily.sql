@@ -57,7 +57,8 @@ final as (
 with_ratio as (
     select
         final.*,
-        total_cost / nullif(sum(total_cost) over (partition by usage_date, cluster), 0) as cost_ratio
+        final.total_cost
+        / nullif(sum(final.total_cost) over (partition by final.usage_date, final.cluster), 0) as cost_ratio
     from final
 )
 

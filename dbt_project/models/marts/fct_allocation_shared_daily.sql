@@ -1,9 +1,9 @@
 -- grain: as marts.fct_allocation_daily (one row per allocation row identity and day), with the configured default
 -- sharing policy applied (kubeledger.yaml `sharing`): idle shared per resource, shared namespaces / labels and the
--- monthly overhead spread over the remaining rows of the same cluster and day (share scope 'cluster': re-building one
--- cluster never changes another cluster's rows; the overhead is per cluster). The algorithm is the single implementation in
--- macros/allocation_sharing.sql, also used by the allocation API with per-request options; the policy -> options
--- mapping is its sharing_policy_options, the columns are macros/allocation_columns.sql.
+-- monthly overhead spread over the remaining rows of the same cluster and day (share scope 'cluster': re-building
+-- one cluster never changes another cluster's rows; the overhead is per cluster). The algorithm is the single
+-- implementation in macros/allocation_sharing.sql, also used by the allocation API with per-request options; the
+-- policy -> options mapping is its sharing_policy_options, the columns are macros/allocation_columns.sql.
 {%- set options = fromjson(sharing_policy_options(var('sharing', {}))) %}
 {%- do options.update({'split_idle': 'row', 'include_idle': true, 'share_scope': 'cluster'}) %}
 {{ config(unique_key=['usage_date', 'cluster']) }}
@@ -24,4 +24,4 @@ shared as (
 
 select {{ allocation_column_names() | join(', ') }}
 from shared
-where shared.cluster is not null
+where cluster is not null
