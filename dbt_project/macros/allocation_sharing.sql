@@ -84,16 +84,29 @@
 {{ _sa_sql_str('$."' ~ ((key | string) | replace('\\', '\\\\') | replace('"', '\\"')) ~ '"') }}
 {%- endmacro -%}
 
-{%- macro _sa_label(cols, key) -%}
-{#- A label's value: the pod's map before the namespace's, each by the original key, then by kube-state-metrics'
-    sanitised key (chars outside [a-zA-Z0-9_] -> '_'), as macros/labels.sql label_value does for the models. -#}
+{%- macro label_lookup(cols, key) -%}
+{#- A label's (or annotation's) value: the pod's map before the namespace's; in each, the original key, then any
+    stored key whose kube-state-metrics sanitised form (chars outside [a-zA-Z0-9_] -> '_') equals the requested
+    key's, so `app.kubernetes.io/name` and `app_kubernetes_io_name` find each other whichever form was stored.
+    The one lookup for the shared-label rule here and the API's label aggregates, filters and shareLabels
+    (pipelines/serving/aggregates.py renders it), so they never classify a label differently. A key of letters and
+    digits only sanitises to itself: the stored-key scan is skipped. Keys are validated by the callers
+    ([A-Za-z0-9._/-]); they are embedded as escaped literals. -#}
 {%- set k = key | string -%}
 {%- set sk = k | replace('.', '_') | replace('-', '_') | replace('/', '_') -%}
-{%- set keys = [k] if sk == k else [k, sk] -%}
 {%- set lookups = [] -%}
-{%- for col in cols -%}{%- for kk in keys -%}
-{%- set _ = lookups.append('json_extract_string(' ~ col ~ ', ' ~ _sa_json_path(kk) ~ ')') -%}
-{%- endfor -%}{%- endfor -%}
+{%- for col in cols -%}
+{%- set _ = lookups.append('json_extract_string(' ~ col ~ ', ' ~ _sa_json_path(k) ~ ')') -%}
+{%- if sk != k or '_' in k -%}
+{%- set match -%}
+list_filter(json_keys({{ col }}), lambda _k: regexp_replace(_k, '[^a-zA-Z0-9_]', '_', 'g') = {{ _sa_sql_str(sk) }})[1]
+{%- endset -%}
+{%- set fuzzy -%}
+json_extract_string({{ col }}, '$."' || replace(replace({{ match }}, '\', '\\'), '"', '\"') || '"')
+{%- endset -%}
+{%- set _ = lookups.append(fuzzy) -%}
+{%- endif -%}
+{%- endfor -%}
 coalesce({{ lookups | join(', ') }})
 {%- endmacro -%}
 
@@ -194,7 +207,7 @@ WITH _sa_in AS MATERIALIZED (
            {%- endfor %}
            {%- for lv in o.get('shared_labels', []) or [] %}
              {%- set kv = (lv | string).split(':', 1) %}
-             OR {{ _sa_label(['_r.labels', '_r.namespace_labels'], kv[0]) }}
+             OR {{ label_lookup(['_r.labels', '_r.namespace_labels'], kv[0]) }}
                 = {{ _sa_sql_str(kv[1] if kv | length > 1 else '') }}
            {%- endfor %}) AS is_shared_row,
            FALSE AS is_filtered_out

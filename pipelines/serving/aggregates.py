@@ -1,6 +1,7 @@
 """Aggregation keys (METHOD A13) compiled to DuckDB expressions over marts.fct_allocation_daily columns.
 
-Every user-supplied string (label keys, values) travels as a bound parameter; identifiers come from allow-lists.
+Values travel as bound parameters; label/annotation keys are validated (LABEL_KEY_RE) and rendered as escaped
+literals by the sharing macro's lookup; identifiers come from allow-lists.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.serving.errors import QueryError
+from pipelines.serving.sharing_macros import sharing_macros
 
 UNALLOCATED = "__unallocated__"
 DEFAULT_AGGREGATE = "cluster,node,namespace,pod,container"
@@ -35,33 +37,19 @@ class Params:
         return f"${name}"
 
 
-def sanitise(key: str) -> str:
-    """OpenCost's label-name sanitising: every char outside [a-zA-Z0-9_] becomes '_'."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", key)
-
-
 def check_map_key(param: str, raw: str, key: str) -> str:
     if not LABEL_KEY_RE.match(key):
         raise QueryError(param, raw, "label and annotation keys use letters, digits, '.', '_', '-', '/' (max 253)")
     return key
 
 
-def _lookup_one(column: str, key: str, params: Params) -> str:
-    # Original key first, then any stored key whose sanitised form equals the requested key's sanitised form.
-    exact = f"json_extract_string({column}, {params.bind('$.' + chr(34) + key + chr(34))})"
-    if re.fullmatch(r"[A-Za-z0-9]+", key):
-        # only the key itself sanitises to a key without '_' or punctuation: skip the (costly) key scan
-        return exact
-    target = params.bind(sanitise(key))
-    match = (f"list_filter(json_keys({column}), lambda k: regexp_replace(k, '[^a-zA-Z0-9_]', '_', 'g') = {target})[1]")
-    fuzzy = (f"json_extract_string({column}, '$.\"' || replace(replace({match}, '\\', '\\\\'), '\"', '\\\"') || '\"')")
-    return f"coalesce({exact}, {fuzzy})"
-
-
 def map_lookup_sql(kind: str, key: str, params: Params) -> str:
     """Value of label/annotation `key` on a row: pod's own map first, then the namespace's (A13 precedence)."""
     own, ns = ("labels", "namespace_labels") if kind == "label" else ("annotations", "namespace_annotations")
-    return f"nullif(coalesce({_lookup_one(own, key, params)}, {_lookup_one(ns, key, params)}), '')"
+    # the sharing macro's lookup (original key, then any stored key with the same sanitised form), so the API's
+    # label aggregates, filters and shareLabels match exactly what fct_allocation_shared_daily matches; every caller
+    # has validated the key with check_map_key, and the macro embeds it escaped
+    return f"nullif({sharing_macros().label_lookup([own, ns], key)}, '')"
 
 
 def _or_unallocated(expr: str) -> str:

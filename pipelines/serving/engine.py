@@ -11,13 +11,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 import duckdb
-import jinja2
 
-from pipelines import DBT_PROJECT_DIR
 from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
 from pipelines.serving.columns import allocation_columns, api_fields, column_names
 from pipelines.serving.coverage import mart_coverage_notes
@@ -30,29 +27,23 @@ from pipelines.serving.extras import (
     proportional_asset_costs,
 )
 from pipelines.serving.filters import compile_filter, parse_filter
+from pipelines.serving.sharing_macros import sharing_macros
 from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
 
-MACRO_PATH = DBT_PROJECT_DIR / "macros" / "allocation_sharing.sql"
 SPLITS = ("weighted", "even")
 # where shared namespaces/labels and shareCost are pooled: over the whole set (OpenCost) or per cluster (the marts)
 SHARE_SCOPES = ("all", "cluster")
 FORMATS = ("json", "csv")
 MAX_LIMIT = 100_000
 
-@lru_cache(maxsize=1)
-def _macro_module() -> Any:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701 - renders SQL
-    return env.from_string(MACRO_PATH.read_text()).module
-
-
 def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
     columns = [dict(c) for c in allocation_columns()]
-    return str(_macro_module().share_allocations(relation_sql, options=options, columns=columns))
+    return str(sharing_macros().share_allocations(relation_sql, options=options, columns=columns))
 
 
 def hours_per_month() -> float:
     """The month of a monthly amount (shareCost, the configured overhead): the sharing macro's constant."""
-    return float(str(_macro_module().hours_per_month()))
+    return float(str(sharing_macros().hours_per_month()))
 
 
 # AllocationQuery field -> share_allocations option, for the options the configured policy sets
@@ -66,7 +57,7 @@ def policy_defaults(sharing: Any) -> dict[str, Any]:
     endpoint and of `kubeledger allocation`. The policy -> options mapping is the macro's sharing_policy_options,
     the one marts.fct_allocation_shared_daily renders, so the API's defaults and the mart cannot drift."""
     policy = {f.name: getattr(sharing, f.name) for f in dataclasses.fields(sharing)}
-    options = json.loads(str(_macro_module().sharing_policy_options(policy)))
+    options = json.loads(str(sharing_macros().sharing_policy_options(policy)))
     out = {name: options[option] for name, option in _POLICY_FIELDS.items()}
     out.update(share_namespaces=tuple(out["share_namespaces"]), share_labels=tuple(out["share_labels"]),
                share_cost=float(out["share_cost"]))

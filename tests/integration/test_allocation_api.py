@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from pipelines.serving.cli import run_allocation_cli
 from pipelines.serving.columns import allocation_columns
-from pipelines.serving.engine import MACRO_PATH, AllocationQuery, query_allocations
+from pipelines.serving.engine import AllocationQuery, query_allocations
+from pipelines.serving.sharing_macros import MACRO_PATH
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows, random_rows
