@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jinja2 import Environment
+from jinja2 import Environment, Undefined
 from markupsafe import Markup, escape
 
 # display kind -> (format of the scaled value, scale, unit suffix)
@@ -26,7 +26,8 @@ FORMATS = {
 
 def num(metric: str, value: float | int | None, kind: str, **keys: Any) -> Markup:
     """A traceable number; None is shown as a dash with an empty data-value."""
-    attrs = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in keys.items() if v is not None)
+    attrs = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in keys.items()
+                    if v is not None and not isinstance(v, Undefined))
     if value is None:
         return Markup(f'<span class="num na" data-metric="{escape(metric)}" data-value=""{attrs}>–</span>')
     fmt, scale, unit = FORMATS[kind]
