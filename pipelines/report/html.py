@@ -24,7 +24,7 @@ FORMATS = {
 }
 
 
-def num(metric: str, value: float | int | None, kind: str, **keys: Any) -> Markup:
+def num(metric: str, value: float | int | None, kind: str, /, **keys: Any) -> Markup:
     """A traceable number; None is shown as a dash with an empty data-value."""
     attrs = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in keys.items()
                     if v is not None and not isinstance(v, Undefined))

@@ -88,6 +88,7 @@ def write_report(settings: Settings, day: date, weekly: bool = False) -> Report:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(render(context))
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for reading
         os.replace(tmp, path)  # a reader never sees half a page
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
