@@ -3,6 +3,7 @@ not blank, the charts' SVG in the rendered DOM), and every number on the page ma
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import dagster as dg
 import duckdb
 import pytest
 
@@ -253,6 +255,16 @@ def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
     assert sorted(p.name for p in (reports / "weekly").glob("*.html")) == ["2026-W09.html", "2026-W10.html"]
     before = (workdir / "before-recommendations.html").read_text()
     assert 'id="recommendations-missing"' in before
+    # the Dagster UI shows the main chart and the file (the template workdir's path: this one is its copy)
+    from pipelines.dagster_defs.instance import open_instance
+    from pipelines.settings import load_settings
+
+    instance = open_instance(load_settings(str(workdir / "kubeledger.yaml")), print)
+    event = instance.get_latest_materialization_event(dg.AssetKey(["serving", "report"]))
+    meta = {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+    assert meta["report"].endswith(f"/wh/reports/daily/{D3}.html") and meta["reports_written"] == 5
+    chart = meta["main_chart"].split("data:image/svg+xml;base64,", 1)[1].rstrip(")")
+    assert base64.b64decode(chart).decode().startswith("<svg")
 
 
 @pytest.mark.parametrize("weekly", [False, True], ids=["daily", "weekly"])
