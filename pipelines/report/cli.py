@@ -4,6 +4,7 @@ serving copy and print its path."""
 from __future__ import annotations
 
 import argparse
+import sys
 import webbrowser
 from datetime import date
 from typing import Any
@@ -37,7 +38,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     try:
         report = write_report(settings, args.date, weekly=args.week)
     except ServingUnavailable as exc:
-        print(f"kubeledger: cannot read the serving copy: {exc.reason}")
+        print(f"kubeledger: cannot read the serving copy: {exc.reason}", file=sys.stderr)
         return 1
     print(report.path)
     if args.open:
