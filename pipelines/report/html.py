@@ -156,7 +156,7 @@ in this period rests on an estimated energy or carbon input. Per reason (a row m
 {% else %}<tr><td colspan="6">No estimated inputs in this period.</td></tr>
 {% endfor %}
 </table>
-<p class="muted">The reason codes are explained in the README's methodology section.</p>
+<p class="muted">Each code, whether it makes cost or carbon uncertain, and when it is set: docs/METHOD.md, "Reason codes".</p>
 {% endif %}
 
 <h2>What to change</h2>
