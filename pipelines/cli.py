@@ -22,6 +22,7 @@ from typing import Any
 
 from pipelines import PROJECT_ROOT
 from pipelines.days import DateError, check_range, format_ranges, raw_hours, record_first_day, utc_today
+from pipelines.report.cli import add_report_parser, cmd_report, report_path_for
 from pipelines.settings import Settings, SettingsError, load_settings
 
 EXIT_USAGE = 2  # bad arguments, dates or settings: nothing was done
@@ -212,6 +213,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> i
         materialize_days(settings, day, day, reporter=session.reporter)
         session.reporter.echo(f"done in {session.elapsed():.1f} s")
         print_top_namespaces(settings, day, echo=session.reporter.echo)
+        session.reporter.echo(f"report: {report_path_for(settings, day)}")
 
     return _work(args, settings, argv, f"kubeledger demo: materialising {day} for cluster(s) "
                                        f"{_cluster_label(settings, None)}", body)
@@ -442,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=9003, help="port (default 9003)")
     _common(serve)
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
+    add_report_parser(sub, _parse_date, _common)
     repair = sub.add_parser("repair-instance",
                             help="repair the local Dagster instance storage (duplicate alembic versions)")
     _common(repair)
@@ -498,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
         "repair-instance": lambda: cmd_repair_instance(settings),
+        "report": lambda: cmd_report(args, settings),
     }
     try:
         return handlers[args.command]()

@@ -25,6 +25,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
     from pipelines import DBT_PROJECT_DIR, dbt_executable
     from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_reference_assets
     from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
+    from pipelines.dagster_defs.assets_report import serving_report
     from pipelines.dagster_defs.assets_serving import serving_warehouse
     from pipelines.dagster_defs.checks import quality_checks
     from pipelines.dagster_defs.dbt_resource import KubeledgerDbtCliResource
@@ -42,7 +43,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
     # the asset decorators use template partitions: move them to this configuration's first day
     first = first_day(settings).day
     assets = with_first_day([*extract_assets, raw_pricing, dbt_reference_assets, dbt_daily_assets,
-                             serving_warehouse], first)
+                             serving_warehouse, serving_report], first)
     checks = with_first_day(quality_checks, first)
 
     return dg.Definitions(

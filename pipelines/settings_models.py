@@ -156,6 +156,7 @@ class WarehouseSettings:
     parquet_path: str = "warehouse/parquet"
     raw_retention_days: int = 35
     keep_run_folders: int = 3  # dbt target/log folders kept per dbt asset under <warehouse folder>/state/dbt/runs
+    keep_reports: int = 30  # HTML reports kept per kind (daily, weekly) under <warehouse folder>/reports
     memory_limit: str = "4GB"
     threads: int = 2
 

@@ -121,6 +121,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
     "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
     "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
+    "warehouse.keep_reports": NumberRange(1, 3650, integer=True, what="HTML reports kept per kind"),
     "warehouse.threads": NumberRange(1, max_threads(), integer=True,
                                      what=f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
                                           f"{os.cpu_count() or 1} CPUs"),

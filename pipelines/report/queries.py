@@ -1,0 +1,182 @@
+"""The report's figures: SQL over the published marts, nothing computed in Python beyond what SQL returns.
+
+Every function takes an open read-only connection to the serving copy and a period (inclusive days). Sums and
+ratios of sums are the only arithmetic here; the formulas behind the columns live in the dbt models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import duckdb
+
+CHART_DAYS = 30  # the charts cover the 30 days ending on the period's last day
+TOP_N = 10
+RECOMMENDATION_MART = "fct_recommendation_daily"
+NO_CONTROLLER = ""  # bare pods: controller_kind/controller NULL in the marts
+
+# what a ranking groups by: the allocation mart's columns (controller_kind/controller NULL → NO_CONTROLLER)
+GROUP_KEYS = {
+    "namespace": ("cluster", "namespace"),
+    "controller": ("cluster", "namespace", "controller_kind", "controller"),
+}
+
+
+@dataclass(frozen=True)
+class Period:
+    """The days a report covers (inclusive) and its name: a day (2026-11-28) or an ISO week (2026-W48)."""
+
+    kind: str  # daily | weekly
+    start: date
+    end: date
+
+    @classmethod
+    def of(cls, day: date, weekly: bool = False) -> Period:
+        if not weekly:
+            return cls("daily", day, day)
+        monday = day - timedelta(days=day.weekday())
+        return cls("weekly", monday, monday + timedelta(days=6))
+
+    @property
+    def name(self) -> str:
+        if self.kind == "daily":
+            return self.start.isoformat()
+        year, week, _ = self.start.isocalendar()
+        return f"{year}-W{week:02d}"
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days + 1
+
+    def previous(self) -> Period:
+        shift = timedelta(days=self.days)
+        return Period(self.kind, self.start - shift, self.end - shift)
+
+    @property
+    def chart_start(self) -> date:
+        return self.end - timedelta(days=CHART_DAYS - 1)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def cluster_totals(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
+    """Per cluster, then all clusters (cluster '__all__'): cost, energy, CO2e, idle share (idle cost over node
+    compute cost, as the mart's idle_percentage) and the CO2e/cost shares on estimated rows (the mart's daily
+    shares weighted by the day's CO2e / cost), for the period and the previous one."""
+    prev = period.previous()
+    return _rows(con, """
+        with totals as (
+            select coalesce(cluster, '__all__') as cluster,
+                   count(distinct usage_date) filter (where usage_date >= ?) as days,
+                   sum(total_cost) filter (where usage_date >= ?) as total_cost,
+                   sum(energy_kwh) filter (where usage_date >= ?) as energy_kwh,
+                   sum(co2e_total_g) filter (where usage_date >= ?) as co2e_total_g,
+                   sum(idle_cost) filter (where usage_date >= ?) as idle_cost,
+                   sum(idle_cost) filter (where usage_date >= ?)
+                       / nullif(sum(node_compute_cost) filter (where usage_date >= ?), 0) as idle_share,
+                   sum(co2e_estimated_share * co2e_total_g) filter (where usage_date >= ?)
+                       / nullif(sum(co2e_total_g) filter (where usage_date >= ?), 0) as co2e_estimated_share,
+                   sum(cost_estimated_share * total_cost) filter (where usage_date >= ?)
+                       / nullif(sum(total_cost) filter (where usage_date >= ?), 0) as cost_estimated_share,
+                   sum(total_cost) filter (where usage_date < ?) as prev_total_cost,
+                   sum(co2e_total_g) filter (where usage_date < ?) as prev_co2e_total_g
+            from marts.fct_cluster_daily
+            where usage_date between ? and ?
+            group by grouping sets ((cluster), ())
+        )
+        select * from totals order by cluster = '__all__', cluster
+        """, [period.start] * 11 + [period.start] * 2 + [prev.start, period.end])
+
+
+def daily_series(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
+    """Cost, energy and CO2e per cluster per day over the chart window."""
+    return _rows(con, """
+        select usage_date, cluster, total_cost, energy_kwh, co2e_total_g
+        from marts.fct_cluster_daily where usage_date between ? and ?
+        order by usage_date, cluster
+        """, [period.chart_start, period.end])
+
+
+def top_groups(con: duckdb.DuckDBPyConnection, period: Period, level: str, order: str,
+               limit: int = TOP_N) -> list[dict[str, Any]]:
+    """The workload groups (namespaces or controllers, per cluster) with the most cost or CO2e in the period,
+    with the same sums over the previous period. Idle and unmounted rows are left out (shown per cluster)."""
+    keys = GROUP_KEYS[level]
+    order_col = {"cost": "total_cost", "co2e": "co2e_total_g"}[order]
+    cols = ", ".join(f"coalesce({k}, '{NO_CONTROLLER}') as {k}" for k in keys)
+    names = ", ".join(keys)
+    prev = period.previous()
+    sql = f"""
+        with sums as (
+            select {cols},
+                   sum(total_cost) filter (where usage_date >= ?) as total_cost,
+                   sum(co2e_total_g) filter (where usage_date >= ?) as co2e_total_g,
+                   sum(energy_kwh) filter (where usage_date >= ?) as energy_kwh,
+                   sum(total_cost) filter (where usage_date < ?) as prev_total_cost,
+                   sum(co2e_total_g) filter (where usage_date < ?) as prev_co2e_total_g
+            from marts.fct_allocation_daily
+            where allocation_kind = 'workload' and usage_date between ? and ?
+            group by all
+        )
+        select * from sums where total_cost is not null
+        order by {order_col} desc, {names} limit ?
+        """  # noqa: S608 - identifiers from GROUP_KEYS and a fixed map, never from input
+    return _rows(con, sql, [period.start] * 5 + [prev.start, period.end, limit])
+
+
+def estimation_reasons(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
+    """Per reason code: the CO2e and cost on allocation rows that carry it, and their shares of the period's
+    totals. A row may carry several reasons, so the shares overlap."""
+    return _rows(con, """
+        with tagged as (
+            select co2e_total_g, total_cost, unnest(string_split(estimation_reasons, ',')) as reason
+            from marts.fct_allocation_daily
+            where usage_date between ? and ? and estimation_reasons <> ''
+        ),
+        totals as (
+            select sum(co2e_total_g) as co2e, sum(total_cost) as cost
+            from marts.fct_allocation_daily where usage_date between ? and ?
+        )
+        select reason, count(*) as allocation_rows,
+               sum(co2e_total_g) as co2e_total_g, sum(co2e_total_g) / nullif(any_value(totals.co2e), 0) as co2e_share,
+               sum(total_cost) as total_cost, sum(total_cost) / nullif(any_value(totals.cost), 0) as cost_share
+        from tagged cross join totals
+        group by reason order by co2e_total_g desc, reason
+        """, [period.start, period.end] * 2)
+
+
+def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute("select count(*) from duckdb_tables() where schema_name = 'marts' and table_name = ?",
+                       [RECOMMENDATION_MART]).fetchone()[0] > 0
+
+
+def recommendation_day(con: duckdb.DuckDBPyConnection, period: Period) -> date | None:
+    """The newest day of the period with recommendations (they describe a trailing window, so one day's set)."""
+    return con.execute(f"select max(usage_date) from marts.{RECOMMENDATION_MART} "  # noqa: S608
+                       "where usage_date between ? and ?", [period.start, period.end]).fetchone()[0]
+
+
+def top_recommendations(con: duckdb.DuckDBPyConnection, day: date, limit: int = TOP_N) -> list[dict[str, Any]]:
+    return _rows(con, f"""
+        select recommendation_id, kind, cluster, namespace, controller_kind, controller, container, target, action,
+               confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, is_estimated,
+               estimation_reasons
+        from marts.{RECOMMENDATION_MART} where usage_date = ?
+        order by saving_usd_per_month desc nulls last, saving_co2e_g_per_month desc nulls last, recommendation_id
+        limit ?
+        """, [day, limit])  # noqa: S608
+
+
+def recommendation_kinds(con: duckdb.DuckDBPyConnection, day: date) -> list[dict[str, Any]]:
+    return _rows(con, f"""
+        select kind, count(*) as recommendations, sum(saving_usd_per_month) as saving_usd_per_month,
+               sum(saving_co2e_g_per_month) as saving_co2e_g_per_month
+        from marts.{RECOMMENDATION_MART} where usage_date = ?
+        group by kind order by saving_usd_per_month desc nulls last, kind
+        """, [day])  # noqa: S608

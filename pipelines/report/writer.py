@@ -1,0 +1,110 @@
+"""Write the report of a day or ISO week.
+
+`write_report(settings, day)` reads the published serving copy (read-only, through the API's snapshot pool so an
+analyst's read-write session on serving.duckdb never blocks it), renders the page (pipelines/report/html.py) with
+charts as inline SVG (pipelines/report/charts.py) and writes `<warehouse folder>/reports/daily/<day>.html` or
+`reports/weekly/<year>-W<week>.html` atomically, keeping the newest `warehouse.keep_reports` of each kind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from pipelines.report import queries
+from pipelines.report.charts import MEASURES, stacked_daily_svg
+from pipelines.report.html import render
+from pipelines.report.queries import Period
+from pipelines.settings import Settings
+
+MAIN_CHART = "total_cost"  # the chart the Dagster UI shows
+CHART_KINDS = {"total_cost": "usd", "energy_kwh": "kwh", "co2e_total_g": "co2e_g"}
+
+
+@dataclass(frozen=True)
+class Report:
+    path: Path
+    period: Period
+    main_chart_svg: str
+    clusters: int
+    recommendations: int | None  # None: the warehouse has no recommendation mart
+
+
+def reports_dir(settings: Settings) -> Path:
+    return settings.warehouse_path.parent / "reports"
+
+
+def report_path(settings: Settings, period: Period) -> Path:
+    return reports_dir(settings) / period.kind / f"{period.name}.html"
+
+
+def build_context(con: Any, period: Period, source: str) -> dict[str, Any]:
+    """Everything the page shows, from SQL over the marts."""
+    from pipelines.progress import cli_version
+
+    clusters = queries.cluster_totals(con, period)
+    series = queries.daily_series(con, period)
+    # the SVG is matplotlib's own output, inserted as markup
+    charts = [{"measure": m, "kind": CHART_KINDS[m],
+               "svg": Markup(stacked_daily_svg(series, m, period.chart_start, period.end))} for m in MEASURES]
+    rankings = [(level, [(order, queries.top_groups(con, period, level, order)) for order in ("cost", "co2e")])
+                for level in queries.GROUP_KEYS]
+    recommendations = kinds = rec_day = None
+    if queries.has_recommendations(con):
+        rec_day = queries.recommendation_day(con, period)
+        recommendations = queries.top_recommendations(con, rec_day) if rec_day else []
+        kinds = queries.recommendation_kinds(con, rec_day) if rec_day else []
+    all_row = next((c for c in clusters if c["cluster"] == "__all__" and c["days"]), None)
+    return {
+        "period": period, "prev": period.previous(), "source": source, "version": cli_version(),
+        "written": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "clusters": clusters if all_row else [], "all_row": all_row, "charts": charts, "series": series,
+        "chart_days": queries.CHART_DAYS, "rankings": rankings, "reasons": queries.estimation_reasons(con, period),
+        "recommendations": recommendations, "recommendation_kinds": kinds, "recommendation_day": rec_day,
+        "recommendation_mart": queries.RECOMMENDATION_MART,
+    }
+
+
+def write_report(settings: Settings, day: date, weekly: bool = False) -> Report:
+    """Write the daily report of `day` (or the weekly report of its ISO week) and prune old ones."""
+    from pipelines.serving.snapshots import SnapshotPool
+
+    period = Period.of(day, weekly)
+    pool = SnapshotPool(settings.serving_path, memory_limit=settings.warehouse.memory_limit, threads=1)
+    try:
+        with pool.lease() as snap:
+            context = build_context(snap.con, period, str(settings.serving_path))
+    finally:
+        pool.close()
+    path = report_path(settings, period)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(render(context))
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for reading
+        os.replace(tmp, path)  # a reader never sees half a page
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    prune_reports(path.parent, settings.warehouse.keep_reports)
+    main = next(c["svg"] for c in context["charts"] if c["measure"] == MAIN_CHART)
+    recs = context["recommendations"]
+    return Report(path=path, period=period, main_chart_svg=main,
+                  clusters=sum(1 for c in context["clusters"] if c["cluster"] != "__all__"),
+                  recommendations=None if recs is None else len(recs))
+
+
+def prune_reports(folder: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` reports of a folder (names sort by period); returns what went."""
+    reports = sorted(folder.glob("*.html"))
+    gone = reports[:-keep] if keep > 0 else reports
+    for path in gone:
+        path.unlink(missing_ok=True)
+    return gone

@@ -1,0 +1,317 @@
+"""The HTML report as a person sees it: the pipeline writes it, headless Chromium renders it (a screenshot that is
+not blank, the charts' SVG in the rendered DOM), and every number on the page matches SQL over the marts."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from datetime import date, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import dagster as dg
+import duckdb
+import pytest
+
+from pipelines.report.writer import prune_reports
+from pipelines.warehouse import publish
+from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir, run_cli
+
+pytestmark = pytest.mark.integration
+DAYS = (D1, D2, D3)
+REL = 1e-9
+# a tiny recommendation mart in the contract's columns (H4 builds the real one): two rows on D3, one on D2
+RECOMMENDATIONS = [
+    (D3, "demo", "r1", "container_rightsizing", "checkout", "deployment", "checkout-web", "web", "checkout/web",
+     "Lower the CPU request of checkout/web from 500m to 200m.", "high", 12.5, 3.25, 1234.5, False, ""),
+    (D3, "demo", "r2", "idle_node_pool", None, None, None, None, "m5.large/us-east-1a",
+     "Remove 1 of 3 nodes of pool m5.large/us-east-1a.", "medium", 61.0, 20.0, 8000.0, True, "default_pue"),
+    (D2, "demo", "r3", "unclaimed_volume", "data", None, None, None, "pvc-1", "Delete the unclaimed volume pvc-1.",
+     "high", 4.0, 0.0, 0.0, False, ""),
+]
+REC_COLUMNS = ("usage_date date, cluster varchar, recommendation_id varchar, kind varchar, namespace varchar, "
+               "controller_kind varchar, controller varchar, container varchar, target varchar, action varchar, "
+               "confidence varchar, saving_usd_per_month double, saving_kwh_per_month double, "
+               "saving_co2e_g_per_month double, is_estimated boolean, estimation_reasons varchar")
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("chromium not on PATH; install with scripts/ci/setup_chromium.sh (Debian package `chromium`)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three days built and published by the CLI (which writes the reports through the Dagster asset), then a
+    recommendation mart added to the warehouse and published again."""
+    return add_recommendations(published_workdir(tmp_path_factory, "report", DAYS))
+
+
+def add_recommendations(work: Path) -> Path:
+    wh = work / "wh"
+    # the pipeline's own reports were written before the recommendation mart existed: keep one to check the notice
+    shutil.copy(wh / "reports" / "daily" / f"{D3}.html", work / "before-recommendations.html")
+    con = duckdb.connect(str(wh / "kubeledger.duckdb"))
+    con.execute(f"create table marts.fct_recommendation_daily ({REC_COLUMNS})")
+    con.executemany(f"insert into marts.fct_recommendation_daily values ({', '.join('?' * 16)})",  # noqa: S608
+                    RECOMMENDATIONS)
+    con.close()
+    # the publish copies the marts it lists; list the recommendation mart if it is not there yet
+    tables = tuple(dict.fromkeys((*publish.MART_TABLES, "fct_recommendation_daily")))
+    with mock.patch.object(publish, "MART_TABLES", tables):
+        publish.publish_serving_copy(wh / "kubeledger.duckdb", wh / "serving.duckdb")
+    return work
+
+
+SKIP = ("svg", "code", "style", "title")  # text that is not a figure of the page
+
+
+class Page(HTMLParser):
+    """The rendered DOM's traceable numbers, texts and chart elements."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numbers: list[dict[str, Any]] = []
+        self.texts: list[dict[str, Any]] = []
+        self.chart_tags: dict[str, list[str]] = defaultdict(list)
+        self.plain: list[str] = []  # text outside traceable elements, charts and code
+        self._open: dict[str, Any] | None = None
+        self._chart: str | None = None
+        self._table = ""
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "figure" and "chart" in a.get("class", "").split():
+            self._chart = a["data-chart"]
+        elif self._chart and tag in ("svg", "path", "g", "use"):
+            self.chart_tags[self._chart].append(tag)
+        if tag == "table":
+            self._table = f"{a.get('data-level', '')}/{a.get('data-order', '')}"
+        if "data-metric" in a or "data-text-metric" in a:
+            self._open = {**a, "text": "", "table": self._table}
+        self._skip += tag in SKIP
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self._chart = None
+        if self._open is not None and tag in ("span", "td"):
+            (self.numbers if "data-metric" in self._open else self.texts).append(self._open)
+            self._open = None
+        self._skip -= tag in SKIP
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["text"] += data
+        elif not self._skip:
+            self.plain.append(data)
+
+
+def render(html: Path, out: Path) -> tuple[Page, Path]:
+    exe = _chromium()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,4000"]
+    shot = out / f"{html.stem}.png"
+    subprocess.run([exe, *flags, f"--screenshot={shot}", html.as_uri()], check=True, capture_output=True,
+                   timeout=120)
+    dom = subprocess.run([exe, *flags, "--dump-dom", html.as_uri()], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    page = Page()
+    page.feed(dom)
+    return page, shot
+
+
+# --- what each number should be, from SQL over the marts (written apart from pipelines/report/queries.py) ------
+
+def _d(text: str) -> date:
+    return date.fromisoformat(text)
+
+
+def _prev(start: date, end: date) -> tuple[date, date]:
+    n = (end - start).days + 1
+    return start - timedelta(days=n), end - timedelta(days=n)
+
+
+def _cluster_sum(con: duckdb.DuckDBPyConnection, expr: str, a: dict[str, str], start: date, end: date) -> Any:
+    where = "" if a["data-cluster"] == "__all__" else f" and cluster = '{a['data-cluster']}'"
+    return con.execute(f"select {expr} from marts.fct_cluster_daily "  # noqa: S608
+                       f"where usage_date between ? and ?{where}", [start, end]).fetchone()[0]
+
+
+def _group_sum(con: duckdb.DuckDBPyConnection, col: str, a: dict[str, str], start: date, end: date) -> Any:
+    where, params = "cluster = ? and namespace = ?", [a["data-cluster"], a["data-namespace"]]
+    if "data-controller" in a:
+        where += " and coalesce(controller_kind, '') = ? and coalesce(controller, '') = ?"
+        params += [a["data-controller-kind"], a["data-controller"]]
+    return con.execute(f"select sum({col}) from marts.fct_allocation_daily where allocation_kind = 'workload' "  # noqa: S608
+                       f"and usage_date between ? and ? and {where}", [start, end, *params]).fetchone()[0]
+
+
+def _ratio_change(cur: float | None, prev: float | None) -> float | None:
+    return None if cur is None or not prev else (cur - prev) / prev
+
+
+def _reasons(con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, dict[str, float]]:
+    rows = con.execute("select estimation_reasons, co2e_total_g, total_cost from marts.fct_allocation_daily "
+                       "where usage_date between ? and ?", [start, end]).fetchall()
+    total_co2e, total_cost = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for reasons, co2e, cost in rows:
+        for reason in filter(None, reasons.split(",")):
+            out[reason]["reason_rows"] += 1
+            out[reason]["reason_co2e_g"] += co2e
+            out[reason]["reason_cost"] += cost
+    for v in out.values():
+        v["reason_co2e_share"] = v["reason_co2e_g"] / total_co2e
+        v["reason_cost_share"] = v["reason_cost"] / total_cost
+    return out
+
+
+CLUSTER_EXPR = {
+    "cluster_cost": "sum(total_cost)", "cluster_kwh": "sum(energy_kwh)", "cluster_co2e_g": "sum(co2e_total_g)",
+    "cluster_idle_cost": "sum(idle_cost)", "cluster_days": "count(distinct usage_date)",
+    "cluster_idle_share": "sum(idle_cost) / sum(node_compute_cost)",
+    "cluster_co2e_estimated_share": "sum(co2e_estimated_share * co2e_total_g) / sum(co2e_total_g)",
+    "cluster_cost_estimated_share": "sum(cost_estimated_share * total_cost) / sum(total_cost)",
+}
+REC_COLUMN = {"recommendation_usd": "saving_usd_per_month", "recommendation_kwh": "saving_kwh_per_month",
+              "recommendation_co2e_g": "saving_co2e_g_per_month"}
+KIND_EXPR = {"recommendation_kind_count": "count(*)", "recommendation_kind_usd": "sum(saving_usd_per_month)",
+             "recommendation_kind_co2e_g": "sum(saving_co2e_g_per_month)"}
+
+
+def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
+    m, start, end = a["data-metric"], _d(a["data-start"]), _d(a["data-end"])
+    if m in CLUSTER_EXPR:
+        return _cluster_sum(con, CLUSTER_EXPR[m], a, start, end)
+    if m in ("cluster_cost_change", "cluster_co2e_change"):
+        expr = "sum(total_cost)" if "cost" in m else "sum(co2e_total_g)"
+        return _ratio_change(_cluster_sum(con, expr, a, start, end), _cluster_sum(con, expr, a, *_prev(start, end)))
+    if m.startswith("daily_"):
+        return _cluster_sum(con, f"sum({m.removeprefix('daily_')})", a, start, end)
+    level, _, measure = m.partition("_")
+    if level in ("namespace", "controller"):
+        col = "total_cost" if measure.startswith("cost") else "co2e_total_g"
+        cur = _group_sum(con, col, a, start, end)
+        return _ratio_change(cur, _group_sum(con, col, a, *_prev(start, end))) if measure.endswith("change") else cur
+    if m.startswith("reason_"):
+        return _reasons(con, start, end)[a["data-reason"]][m]
+    if m in REC_COLUMN:
+        return con.execute(f"select {REC_COLUMN[m]} from marts.fct_recommendation_daily "  # noqa: S608
+                           "where recommendation_id = ? and usage_date = ?", [a["data-recommendation"], start]
+                           ).fetchone()[0]
+    if m in KIND_EXPR:
+        return con.execute(f"select {KIND_EXPR[m]} from marts.fct_recommendation_daily "  # noqa: S608
+                           "where kind = ? and usage_date = ?", [a["data-kind"], start]).fetchone()[0]
+    raise AssertionError(f"a number the test does not know how to check: {a}")
+
+
+def check_numbers(page: Page, serving: Path) -> int:
+    """Every traceable number equals the marts' figure, and its text shows that value."""
+    con = duckdb.connect(str(serving), read_only=True)
+    try:
+        for a in page.numbers:
+            want = expected(con, a)
+            if a["data-value"] == "":
+                assert want is None, a
+                continue
+            value = float(a["data-value"])
+            assert want is not None and abs(value - want) <= REL * max(1.0, abs(want)), (a, want)
+            shown = re.search(r"[-+]?[\d,]*\.?\d+", a["text"]).group(0).replace(",", "")
+            decimals = len(shown.partition(".")[2])
+            scale = float(a["data-scale"])
+            assert abs(float(shown) * scale - value) <= (0.5 * 10 ** -decimals + 1e-12) * scale, a
+        for a in page.texts:
+            action = con.execute("select action from marts.fct_recommendation_daily where recommendation_id = ?",
+                                 [a["data-recommendation"]]).fetchone()[0]
+            assert a["text"].strip() == action
+    finally:
+        con.close()
+    return len(page.numbers)
+
+
+def not_blank(shot: Path) -> None:
+    from PIL import Image, ImageStat
+
+    image = Image.open(shot).convert("L")
+    stat = ImageStat.Stat(image)
+    assert stat.var[0] > 100, f"screenshot {shot} looks blank (variance {stat.var[0]:.1f})"
+    dark = sum(image.histogram()[:128]) / (image.width * image.height)
+    assert dark > 0.005, f"screenshot {shot} has almost no ink ({dark:.4f} dark pixels)"
+
+
+# --- the tests ----------------------------------------------------------------------------------------------
+
+def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
+    reports = workdir / "wh" / "reports"
+    assert sorted(p.name for p in (reports / "daily").glob("*.html")) == [f"{d}.html" for d in DAYS]
+    # 2026-03-01 is a Sunday (ISO week 9), 03-02 and 03-03 are in week 10
+    assert sorted(p.name for p in (reports / "weekly").glob("*.html")) == ["2026-W09.html", "2026-W10.html"]
+    before = (workdir / "before-recommendations.html").read_text()
+    assert 'id="recommendations-missing"' in before
+    # the Dagster UI shows the main chart and the file (the template workdir's path: this one is its copy)
+    from pipelines.dagster_defs.instance import open_instance
+    from pipelines.settings import load_settings
+
+    instance = open_instance(load_settings(str(workdir / "kubeledger.yaml")), print)
+    event = instance.get_latest_materialization_event(dg.AssetKey(["serving", "report"]))
+    meta = {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+    assert meta["report"].endswith(f"/wh/reports/daily/{D3}.html") and meta["reports_written"] == 5
+    chart = meta["main_chart"].split("data:image/svg+xml;base64,", 1)[1].rstrip(")")
+    assert base64.b64decode(chart).decode().startswith("<svg")
+
+
+@pytest.mark.parametrize("weekly", [False, True], ids=["daily", "weekly"])
+def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_path: Path, weekly: bool) -> None:
+    args = ["report", "--date", D3.isoformat(), *(["--week"] if weekly else [])]
+    path = Path(run_cli(workdir, *args).stdout.strip().splitlines()[-1])
+    assert path == workdir / "wh" / "reports" / ("weekly/2026-W10.html" if weekly else f"daily/{D3}.html")
+    html = path.read_text()
+    # offline: nothing to fetch (the only URLs are XML namespaces inside the SVG)
+    assert not re.search(r"<(script|link|img|iframe)\b|\bsrc=|url\(http", html)
+
+    page, shot = render(path, tmp_path)
+    not_blank(shot)
+    assert set(page.chart_tags) == {"total_cost", "energy_kwh", "co2e_total_g"}
+    for tags in page.chart_tags.values():
+        assert tags[0] == "svg" and tags.count("path") >= 5, tags[:10]
+
+    metrics = {a["data-metric"] for a in page.numbers}
+    assert {"cluster_cost", "cluster_co2e_g", "cluster_idle_share", "namespace_cost", "controller_co2e_g",
+            "reason_co2e_share", "recommendation_usd", "recommendation_co2e_g", "daily_total_cost"} <= metrics
+    assert check_numbers(page, workdir / "wh" / "serving.duckdb") > 50
+    # no figure shown outside a traceable element
+    loose = re.findall(r"\$\s*\d|\d\.\d+\s*(?:kWh|kg|%)", " ".join(page.plain))
+    assert loose == []
+    # the recommendations of the period's newest day, largest saving first
+    shown = [a["data-recommendation"] for a in page.numbers if a["data-metric"] == "recommendation_usd"]
+    assert shown == ["r2", "r1"]
+
+
+def test_top_tables_hold_the_largest_groups(workdir: Path, tmp_path: Path) -> None:
+    path = Path(run_cli(workdir, "report", "--date", D2.isoformat()).stdout.strip().splitlines()[-1])
+    page, _ = render(path, tmp_path)
+    con = duckdb.connect(str(workdir / "wh" / "serving.duckdb"), read_only=True)
+    top = [r[0] for r in con.execute(
+        "select namespace from marts.fct_allocation_daily where allocation_kind = 'workload' and usage_date = ? "
+        "group by cluster, namespace order by sum(co2e_total_g) desc limit 3", [D2]).fetchall()]
+    con.close()
+    ranked = [a["data-namespace"] for a in page.numbers
+              if a["data-metric"] == "namespace_co2e_g" and a["table"] == "namespace/co2e"]
+    assert len(top) == 3 and ranked[:3] == top
+    assert 'id="recommendations-none"' not in path.read_text()  # r3 is on D2
+    assert check_numbers(page, workdir / "wh" / "serving.duckdb") > 50
+
+
+def test_only_the_newest_reports_are_kept(tmp_path: Path) -> None:
+    for day in range(1, 8):
+        (tmp_path / f"2026-03-0{day}.html").write_text("x")
+    gone = prune_reports(tmp_path, 3)
+    assert [p.name for p in gone] == [f"2026-03-0{d}.html" for d in range(1, 5)]
+    assert sorted(p.name for p in tmp_path.glob("*.html")) == [f"2026-03-0{d}.html" for d in range(5, 8)]
