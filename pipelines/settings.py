@@ -106,6 +106,7 @@ class DemoSettings:
     pods_per_node: int = 8
     containers_per_pod: int = 0  # 0 = the generator's realistic mix (1-2)
     seed: int = 42
+    scenario: str = "default"  # default | recommendations (adds the recommendation showcase workloads; docs/METHOD.md)
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,24 @@ class EnergySettings:
 
 
 @dataclass(frozen=True)
+class RecommendationSettings:
+    """Parameters of the recommendation models (dbt var `recommendations`; defaults in docs/METHOD.md)."""
+
+    window_days: int = 7
+    cpu_quantile: float = 0.95  # of hourly CPU peaks
+    memory_quantile: float = 1.0  # of hourly memory peaks (1.0 = the maximum)
+    cpu_headroom: float = 1.2
+    memory_headroom: float = 1.3
+    min_cpu_cores: float = 0.01
+    min_memory_mib: float = 32.0
+    min_change_ratio: float = 0.2  # a request is recommended when it would move by more than this share
+    abandoned_max_cpu_cores: float = 0.01  # average cores per replica
+    abandoned_max_network_bytes_per_s: float = 500.0
+    node_headroom: float = 1.2  # over the p95 of requested CPU and memory per node pool
+    min_saving_co2e_g_per_month: float = 100.0  # carbon-shift recommendations below this are left out
+
+
+@dataclass(frozen=True)
 class QualitySettings:
     min_hour_coverage: float = 0.9
     max_estimated_share: float = 0.5
@@ -215,6 +234,7 @@ class Settings:
     sharing: SharingSettings = field(default_factory=SharingSettings)
     energy: EnergySettings = field(default_factory=EnergySettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
+    recommendations: RecommendationSettings = field(default_factory=RecommendationSettings)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
     dagster: DagsterSettings = field(default_factory=DagsterSettings)
     source_file: str | None = None
@@ -260,6 +280,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "sharing.idle_split": ("weighted", "even"),
     "energy.pue_source": ("greenkube", "ccf"),
     "dagster.storage": ("sqlite", "postgres"),
+    "clusters[].demo.scenario": ("default", "recommendations"),
 }
 
 
@@ -311,6 +332,18 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "pricing.cluster_management_fee_per_hour": NumberRange(0, 1e6, what="USD per cluster-hour"),
     "sharing.monthly_overhead_usd": NumberRange(0, 1e9, what="USD per month"),
     "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
+    "recommendations.window_days": NumberRange(1, 35, integer=True, what="days of hourly history"),
+    "recommendations.cpu_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly CPU peaks"),
+    "recommendations.memory_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly memory peaks"),
+    "recommendations.cpu_headroom": NumberRange(1, 10, what="factor over the CPU quantile"),
+    "recommendations.memory_headroom": NumberRange(1, 10, what="factor over the memory quantile"),
+    "recommendations.min_cpu_cores": NumberRange(0, 1000, what="cores"),
+    "recommendations.min_memory_mib": NumberRange(0, 1e7, what="MiB"),
+    "recommendations.min_change_ratio": NumberRange(0, 10, what="share of the current request"),
+    "recommendations.abandoned_max_cpu_cores": NumberRange(0, 1000, what="average cores per replica"),
+    "recommendations.abandoned_max_network_bytes_per_s": NumberRange(0, 1e12, what="bytes per second per replica"),
+    "recommendations.node_headroom": NumberRange(1, 10, what="factor over the p95 of requests"),
+    "recommendations.min_saving_co2e_g_per_month": NumberRange(0, 1e12, what="g CO2e per month"),
     "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
     "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
@@ -428,6 +461,7 @@ _NESTED = {
     "SharingSettings": SharingSettings,
     "EnergySettings": EnergySettings,
     "QualitySettings": QualitySettings,
+    "RecommendationSettings": RecommendationSettings,
     "ScheduleSettings": ScheduleSettings,
     "DagsterSettings": DagsterSettings,
 }

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pipelines.settings import ClusterSettings
+from pipelines.sources import demo_scenario
 from pipelines.sources.base import COVERAGE_TABLE, OPTIONAL_SERIES, ExtractResult, hour_floor
 
 SOURCE = "demo"
@@ -343,7 +344,8 @@ def _regular_segments(b: _Builder, sid: int, kind: int, period: int, offset: int
 
 
 @lru_cache(maxsize=8)
-def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: int) -> _Topology:
+def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: int,
+              scenario: str = "default") -> _Topology:
     n_nodes = max(int(n_nodes), 1)
     base = _seed("kubeledger-demo", seed, cluster)
     rng = np.random.default_rng(_seed("topology", seed, cluster, n_nodes, pods_per_node, cpp))
@@ -563,6 +565,14 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
     claim("batch", "reports-cache", n, 30, 30, [api_slot, cron_slot])  # two pods concurrently, 4×20 min a day
     claim("team-a", "debug-scratch", at(0), 5, 5, [bare_slot])  # unmounted outside 09:12-17:40
     claim(None, None, at(0), 0, 100, [])  # Released PV, reclaim policy Retain
+    showcase: dict[int, dict[str, float]] = {}
+    if scenario == demo_scenario.SCENARIO:  # after everything else, so the default demo is unchanged
+        first = len(nodes)
+        showcase = demo_scenario.add_showcase(b, first, ds_kp, DEPLOY, CRON, DS, _regular_segments)
+        nodes = pd.concat([nodes, demo_scenario.showcase_nodes(first)], ignore_index=True)
+        daily_end = np.r_[daily_end, np.full(3, DAY_S)]
+        namespaces = pd.concat([namespaces, pd.DataFrame([demo_scenario.showcase_namespace()])], ignore_index=True)
+        claim(demo_scenario.NAMESPACE, "orphan-data", at(0), 50, 50, [])
 
     services = [
         {"namespace": "checkout", "service": "checkout-web",
@@ -578,6 +588,9 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
     cont["eff"] = cont["eff"] * rng.uniform(0.8, 1.2, len(cont))
     cont["mem_eff"] = rng.uniform(0.4, 0.9, len(cont))
     cont["peak"] = rng.uniform(1.2, 2.5, len(cont))
+    for sid_, fixed_factors in showcase.items():
+        for col, value in fixed_factors.items():
+            cont.loc[cont["slot"] == sid_, col] = value
     seg = np.array(b.segs, dtype=np.int64)
     segs = {k: seg[:, i] for i, k in enumerate(("slot", "T", "o", "rs", "re", "node", "tag"))}
     offset = np.r_[0, np.cumsum(slots["n_cont"].to_numpy())[:-1]].astype(np.int64)
@@ -590,7 +603,8 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
 
 def _topology_for(cluster: ClusterSettings) -> _Topology:
     d = cluster.demo
-    return _topology(int(d.seed), cluster.name, int(d.nodes), int(d.pods_per_node), int(d.containers_per_pod))
+    return _topology(int(d.seed), cluster.name, int(d.nodes), int(d.pods_per_node), int(d.containers_per_pod),
+                     d.scenario)
 
 
 # --- per hour -------------------------------------------------------------------------------------------
