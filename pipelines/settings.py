@@ -190,7 +190,7 @@ class RecommendationSettings:
     abandoned_max_cpu_cores: float = 0.01  # average cores per replica
     abandoned_max_network_bytes_per_s: float = 500.0
     node_headroom: float = 1.2  # over the p95 of requested CPU and memory per node pool
-    min_saving_co2e_g_per_month: float = 100.0  # carbon-shift recommendations below this are left out
+    min_saving_co2e_g_per_month: float = 10.0  # carbon-shift recommendations below this are left out
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@
         'window_days': 7, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
         'memory_headroom': 1.3, 'min_cpu_cores': 0.01, 'min_memory_mib': 32, 'min_change_ratio': 0.2,
         'abandoned_max_cpu_cores': 0.01, 'abandoned_max_network_bytes_per_s': 500, 'node_headroom': 1.2,
-        'min_saving_co2e_g_per_month': 100} -%}
+        'min_saving_co2e_g_per_month': 10} -%}
     {%- set given = var('recommendations', {}) or {} -%}
     {{- sql_number(given.get(name, defaults[name])) -}}
 {%- endmacro %}
