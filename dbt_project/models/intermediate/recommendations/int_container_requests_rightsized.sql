@@ -30,6 +30,12 @@ sized as (
         {{ quantile_cont('cpu_usage_max_cores', rec_param('cpu_quantile')) }} as cpu_peak_quantile_cores,
         {{ quantile_cont('ram_usage_max_bytes', rec_param('memory_quantile')) }} as ram_peak_quantile_bytes,
         max(cpu_usage_max_cores) as cpu_peak_max_cores,
+        -- Kubecost's currentEfficiency: usage over request (total: cost-weighted)
+        sum(cpu_usage_core_hours) / nullif(sum(cpu_request_cores * run_h), 0) as cpu_efficiency,
+        sum(ram_usage_byte_hours) / nullif(sum(ram_request_bytes * run_h), 0) as ram_efficiency,
+        sum(cpu_usage_core_hours * cpu_price_usd + ram_usage_byte_hours / 1073741824.0 * ram_price_usd)
+            / nullif(sum(cpu_request_cores * run_h * cpu_price_usd
+                         + ram_request_bytes * run_h / 1073741824.0 * ram_price_usd), 0) as total_efficiency,
         {{ rec_reasons_agg([('bool_or(is_usage_missing)', 'usage_missing')]) }} as estimation_reasons
     from samples
     group by usage_date, cluster, namespace, controller_kind, controller, container
@@ -63,8 +69,8 @@ resized_hours as (
 deltas as (
     select
         usage_date, cluster, namespace, controller_kind, controller, container,
-        sum((cpu_core_hours - new_cpu_core_hours) * cpu_price_usd
-            + (ram_byte_hours - new_ram_byte_hours) / 1073741824.0 * ram_price_usd) as saving_usd,
+        sum((cpu_core_hours - new_cpu_core_hours) * cpu_price_usd) as saving_cpu_usd,
+        sum((ram_byte_hours - new_ram_byte_hours) / 1073741824.0 * ram_price_usd) as saving_ram_usd,
         sum({{ safe_divide('energy_memory_kwh * (ram_byte_hours - new_ram_byte_hours)', 'ram_byte_hours') }})
             as saving_kwh,
         sum({{ safe_divide('energy_memory_kwh * (ram_byte_hours - new_ram_byte_hours)', 'ram_byte_hours') }}
@@ -78,7 +84,12 @@ deltas as (
 priced as (
 select
     recommended.*,
-    coalesce(deltas.saving_usd, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
+    coalesce(deltas.saving_cpu_usd, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        as saving_cpu_usd_per_month,
+    coalesce(deltas.saving_ram_usd, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        as saving_ram_usd_per_month,
+    (coalesce(deltas.saving_cpu_usd, 0) + coalesce(deltas.saving_ram_usd, 0)) * {{ hours_per_month() }}
+        / cluster_hours.observed_hours as saving_usd_per_month,
     coalesce(deltas.saving_kwh, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
     coalesce(deltas.saving_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
         as saving_co2e_g_per_month
@@ -108,7 +119,10 @@ select
          ('cpu_peak_quantile_cores', 'cpu_peak_quantile_cores'), ('cpu_peak_max_cores', 'cpu_peak_max_cores'),
          ('ram_peak_quantile_bytes', 'ram_peak_quantile_bytes'),
          ('current_cpu_request_cores', 'current_cpu_request_cores'),
-         ('current_ram_request_bytes', 'current_ram_request_bytes')]) }},
+         ('current_ram_request_bytes', 'current_ram_request_bytes'),
+         ('saving_cpu_usd_per_month', 'saving_cpu_usd_per_month'),
+         ('saving_ram_usd_per_month', 'saving_ram_usd_per_month'), ('cpu_efficiency', 'cpu_efficiency'),
+         ('ram_efficiency', 'ram_efficiency'), ('total_efficiency', 'total_efficiency')]) }},
     current_cpu_request_cores,
     recommended_cpu_request_cores,
     current_ram_request_bytes,
