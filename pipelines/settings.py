@@ -180,6 +180,7 @@ class RecommendationSettings:
     """Parameters of the recommendation models (dbt var `recommendations`; defaults in docs/METHOD.md)."""
 
     window_days: int = 7
+    history_days: int = 42  # days of hourly history kept for the look-backs (pruned after each build)
     cpu_quantile: float = 0.95  # of hourly CPU peaks
     memory_quantile: float = 1.0  # of hourly memory peaks (1.0 = the maximum)
     cpu_headroom: float = 1.2
@@ -333,6 +334,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "sharing.monthly_overhead_usd": NumberRange(0, 1e9, what="USD per month"),
     "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
     "recommendations.window_days": NumberRange(1, 35, integer=True, what="days of hourly history"),
+    "recommendations.history_days": NumberRange(1, 3650, integer=True, what="days of hourly history kept"),
     "recommendations.cpu_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly CPU peaks"),
     "recommendations.memory_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly memory peaks"),
     "recommendations.cpu_headroom": NumberRange(1, 10, what="factor over the CPU quantile"),

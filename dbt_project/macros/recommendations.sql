@@ -3,7 +3,7 @@
 
 {% macro rec_param(name) -%}
     {%- set defaults = {
-        'window_days': 7, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
+        'window_days': 7, 'history_days': 42, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
         'memory_headroom': 1.3, 'min_cpu_cores': 0.01, 'min_memory_mib': 32, 'min_change_ratio': 0.2,
         'abandoned_max_cpu_cores': 0.01, 'abandoned_max_network_bytes_per_s': 500, 'node_headroom': 1.2,
         'min_saving_co2e_g_per_month': 10} -%}
@@ -96,4 +96,11 @@
         on nodes.cluster = days.cluster and nodes.hour_ts >= days.window_start_ts
         and nodes.usage_date <= days.usage_date
     group by days.usage_date, days.cluster
+{%- endmacro %}
+
+{# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
+   otherwise; raw tables have their own retention). #}
+{% macro rec_history_prune() -%}
+    {%- set keep = ((var('recommendations', {}) or {}).get('history_days', 42)) | int -%}
+    delete from {{ this }} where usage_date < {{ dbt.dateadd('day', -keep, '(select max(usage_date) from ' ~ this ~ ')') }}
 {%- endmacro %}

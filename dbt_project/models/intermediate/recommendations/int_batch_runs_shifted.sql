@@ -114,7 +114,7 @@ summed as (
         avg(w.saving_co2e_g) * {{ hours_per_month() }} / 24 as saving_co2e_g_per_month,
         sum(w.co2e_g) / nullif(sum(w.energy_pue_kwh), 0) as actual_mean_intensity,
         sum(w.energy_pue_kwh * w.best_mean_intensity) / nullif(sum(w.energy_pue_kwh), 0) as best_mean_intensity,
-        max(start_mode.best_start_hour) as typical_best_start_hour,
+        cast(max(start_mode.best_start_hour) as integer) as typical_best_start_hour,
         {{ rec_reasons_agg() }} as estimation_reasons
     from in_window as w
     join start_mode

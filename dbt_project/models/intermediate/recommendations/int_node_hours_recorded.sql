@@ -2,7 +2,7 @@
 -- Node pool (instance type x availability zone), allocatable capacity, requests placed on the node, cost, the
 -- energy model's fixed term (idle watts x vCPUs) and embodied rate, and the hour's carbon intensity of its zone.
 {{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
-          on_schema_change='append_new_columns') }}
+          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
 
 with enriched as (
     select * from {{ ref('int_nodes_enriched_hourly') }}

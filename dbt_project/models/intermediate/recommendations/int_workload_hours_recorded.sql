@@ -3,7 +3,7 @@
 -- per container instance, with its controller and carbon zone. Network bytes are the pod's, split evenly over its
 -- containers as in fct_allocation_daily.
 {{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
-          on_schema_change='append_new_columns') }}
+          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
 
 with allocated as (
     select * from {{ ref('int_containers_allocated_hourly') }}
