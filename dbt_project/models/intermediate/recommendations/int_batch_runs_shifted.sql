@@ -1,6 +1,6 @@
 -- grain: one row per (usage_date, cluster, namespace, controller_kind, controller) batch workload (Job, CronJob)
 -- whose runs would emit at least min_saving_co2e_g_per_month less in a greener hour.
--- Per day of the window: the workload ran L distinct hours in its main carbon zone; the lowest-intensity
+-- Per day of the window: the workload ran L hours (its running time, rounded) in its main carbon zone; the lowest-intensity
 -- contiguous L-hour window of that zone on that day (from the landed hourly intensities of the nodes there) would
 -- emit (its energy x PUE) x (the window's mean intensity). Saving = actual operational CO2e - that; energy and
 -- embodied carbon do not change. Monthly = mean daily saving x 730 / 24; the typical start = the most frequent
@@ -18,7 +18,7 @@ zone_hours as (
 
 runs_hourly as (
     select cluster, namespace, controller_kind, controller, usage_date as run_date, hour_ts, carbon_zone,
-           sum(energy_kwh * pue) as energy_pue_kwh, sum(co2e_operational_g) as co2e_g,
+           max(run_h) as run_h, sum(energy_kwh * pue) as energy_pue_kwh, sum(co2e_operational_g) as co2e_g,
            {%- for col, code in rec_input_flags() %}
            bool_or({{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
            {%- endfor %}
@@ -38,7 +38,8 @@ zone_rank as (
 runs_daily as (
     select
         r.cluster, r.namespace, r.controller_kind, r.controller, r.run_date, zone_rank.carbon_zone,
-        count(distinct r.hour_ts) as hours_run,
+        -- L: the day's running time in whole hours (parallel pods counted once), at least 1
+        cast(greatest(round(sum(r.run_h)), 1) as integer) as hours_run,
         sum(r.energy_pue_kwh) as energy_pue_kwh,
         sum(r.co2e_g) as co2e_g,
         {%- for col, code in rec_input_flags() %}
