@@ -96,7 +96,8 @@ def test_nightly_cronjob_shifts_to_a_greener_hour(recs):
 
 
 def test_well_sized_workload_gets_nothing(recs):
-    assert not [r for r in recs if r["controller"] == "right-sized-web"]
+    found = [(r["kind"], r["action"], r["evidence"]) for r in recs if r["controller"] == "right-sized-web"]
+    assert not found
 
 
 def test_recommend_cli_json_matches_the_mart(workdir, recs):
