@@ -64,9 +64,9 @@ select
     cluster,
     {{ rec_common_columns('abandoned_workload', 'namespace', 'controller_kind', 'controller',
         'cast(null as varchar)', "namespace || '/' || lower(controller_kind) || '/' || controller",
-        "'Scale ' || lower(controller_kind) || ' ' || controller || ' to zero or delete it: under '
+        "'Scale ' || lower(controller_kind) || ' ' || controller || ' to zero or delete it: its replicas used '
          || " ~ rec_int_text('cpu_cores_per_replica * 1000000') ~ " || ' micro-cores of CPU and '
-         || " ~ rec_int_text('network_bytes_per_s_per_replica') ~ " || ' B/s of traffic per replica'",
+         || " ~ rec_int_text('network_bytes_per_s_per_replica') ~ " || ' B/s of traffic on average'",
         [('cpu_cores_per_replica', 'cpu_cores_per_replica'),
          ('network_bytes_per_s_per_replica', 'network_bytes_per_s_per_replica'), ('replicas', 'replicas'),
          ('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
