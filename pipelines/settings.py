@@ -181,6 +181,7 @@ class RecommendationSettings:
 
     window_days: int = 7
     history_days: int = 42  # days of hourly history kept for the look-backs (pruned after each build)
+    max_days_per_build: int = 7  # a long backfill computes recommendations for its newest days only
     cpu_quantile: float = 0.95  # of hourly CPU peaks
     memory_quantile: float = 1.0  # of hourly memory peaks (1.0 = the maximum)
     cpu_headroom: float = 1.2
@@ -335,6 +336,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
     "recommendations.window_days": NumberRange(1, 35, integer=True, what="days of hourly history"),
     "recommendations.history_days": NumberRange(1, 3650, integer=True, what="days of hourly history kept"),
+    "recommendations.max_days_per_build": NumberRange(1, 3650, integer=True, what="newest days of a build"),
     "recommendations.cpu_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly CPU peaks"),
     "recommendations.memory_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly memory peaks"),
     "recommendations.cpu_headroom": NumberRange(1, 10, what="factor over the CPU quantile"),

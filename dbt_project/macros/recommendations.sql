@@ -3,7 +3,7 @@
 
 {% macro rec_param(name) -%}
     {%- set defaults = {
-        'window_days': 7, 'history_days': 42, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
+        'window_days': 7, 'history_days': 42, 'max_days_per_build': 7, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
         'memory_headroom': 1.3, 'min_cpu_cores': 0.01, 'min_memory_mib': 32, 'min_change_ratio': 0.2,
         'abandoned_max_cpu_cores': 0.01, 'abandoned_max_network_bytes_per_s': 500, 'node_headroom': 1.2,
         'min_saving_co2e_g_per_month': 10} -%}
@@ -44,13 +44,17 @@
     {{ reasons_string((flags + extra) | sort(attribute=1)) }}
 {%- endmacro %}
 
-{# The days being built, each with the first day of its look-back window [window_start_date, usage_date]. #}
+{# The days being built, each with the first day of its look-back window [window_start_ts, usage_date]; only the
+   newest max_days_per_build of them, so a long backfill costs at most that many look-backs. #}
 {% macro rec_build_days() -%}
-    select distinct
-        cast(hour_ts as date) as usage_date,
+    {%- set keep = ((var('recommendations', {}) or {}).get('max_days_per_build', 7)) | int -%}
+    select
+        usage_date,
         cluster,
-        {{ dbt.dateadd('day', 1 - rec_window_days(), 'cast(cast(hour_ts as date) as timestamp)') }} as window_start_ts
-    from {{ ref('stg_metrics__node_hours') }}
+        {{ dbt.dateadd('day', 1 - rec_window_days(), 'cast(usage_date as timestamp)') }} as window_start_ts
+    from (select distinct cast(hour_ts as date) as usage_date, cluster from {{ ref('stg_metrics__node_hours') }}) as built
+    where cast(usage_date as timestamp) > {{ dbt.dateadd('day', -keep,
+        '(select cast(max(cast(hour_ts as date)) as timestamp) from ' ~ ref('stg_metrics__node_hours') ~ ')') }}
 {%- endmacro %}
 
 {# high: a full window of hours and no estimated input; medium: at least half the window; else low. #}
