@@ -443,12 +443,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=9003, help="port (default 9003)")
     _common(serve)
+    from pipelines.recommend_cli import add_parser as add_recommend_parser
+
+    _common(add_recommend_parser(sub))
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
     add_report_parser(sub, _parse_date, _common)
     repair = sub.add_parser("repair-instance",
                             help="repair the local Dagster instance storage (duplicate alembic versions)")
     _common(repair)
     return parser
+
+
+def _recommend(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.recommend_cli import run_recommend
+
+    return run_recommend(args, settings)
 
 
 def _pop_config(rest: list[str]) -> tuple[list[str], str | None]:
@@ -500,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         "allocation": lambda: cmd_allocation(args, settings, passthrough),
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
+        "recommend": lambda: _recommend(args, settings),
         "repair-instance": lambda: cmd_repair_instance(settings),
         "report": lambda: cmd_report(args, settings),
     }

@@ -37,6 +37,7 @@ from pipelines.settings_models import (
     PricingSettings,
     PrometheusSettings,
     QualitySettings,
+    RecommendationSettings,
     ScheduleSettings,
     Settings,
     SettingsError,
@@ -64,7 +65,7 @@ from pipelines.settings_validation import (
 __all__ = [
     "DEFAULT_CONFIG_NAME", "NUMBER_RANGES", "PROVIDERS", "BoaviztaSettings", "CarbonSettings", "ClusterSettings",
     "DagsterSettings", "DemoSettings", "EnergySettings", "KubernetesSettings", "NumberRange", "PricingSettings",
-    "PrometheusSettings", "QualitySettings", "ScheduleSettings", "Settings", "SettingsError", "SharingSettings",
+    "PrometheusSettings", "QualitySettings", "RecommendationSettings", "ScheduleSettings", "Settings", "SettingsError", "SharingSettings",
     "StrictLoader", "WarehouseSettings", "_NESTED", "carbon_provider_choices", "file_problem", "load_settings",
     "max_threads", "settings_from_json", "settings_to_json",
 ]

@@ -67,6 +67,7 @@ class DemoSettings:
     pods_per_node: int = 8
     containers_per_pod: int = 0  # 0 = the generator's realistic mix (1-2)
     seed: int = 42
+    scenario: str = "default"  # default | recommendations (adds the recommendation showcase workloads; docs/METHOD.md)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,26 @@ class EnergySettings:
 
 
 @dataclass(frozen=True)
+class RecommendationSettings:
+    """Parameters of the recommendation models (dbt var `recommendations`; defaults in docs/METHOD.md)."""
+
+    window_days: int = 7
+    history_days: int = 42  # days of hourly history kept for the look-backs (pruned after each build)
+    max_days_per_build: int = 7  # a long backfill computes recommendations for its newest days only
+    cpu_quantile: float = 0.95  # of hourly CPU peaks
+    memory_quantile: float = 1.0  # of hourly memory peaks (1.0 = the maximum)
+    cpu_headroom: float = 1.2
+    memory_headroom: float = 1.3
+    min_cpu_cores: float = 0.01
+    min_memory_mib: float = 32.0
+    min_change_ratio: float = 0.2  # a request is recommended when it would move by more than this share
+    abandoned_max_cpu_cores: float = 0.01  # average cores per replica
+    abandoned_max_network_bytes_per_s: float = 500.0
+    node_headroom: float = 1.2  # over the p95 of requested CPU and memory per node pool
+    min_saving_co2e_g_per_month: float = 10.0  # carbon-shift recommendations below this are left out
+
+
+@dataclass(frozen=True)
 class QualitySettings:
     min_hour_coverage: float = 0.9
     max_estimated_share: float = 0.5
@@ -177,6 +198,7 @@ class Settings:
     sharing: SharingSettings = field(default_factory=SharingSettings)
     energy: EnergySettings = field(default_factory=EnergySettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
+    recommendations: RecommendationSettings = field(default_factory=RecommendationSettings)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
     dagster: DagsterSettings = field(default_factory=DagsterSettings)
     source_file: str | None = None

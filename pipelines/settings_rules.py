@@ -50,6 +50,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sharing.idle_split": ("weighted", "even"),
     "energy.pue_source": ("greenkube", "ccf"),
     "dagster.storage": ("sqlite", "postgres"),
+    "clusters[].demo.scenario": ("default", "recommendations"),
 }
 
 
@@ -116,6 +117,20 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "pricing.cluster_management_fee_per_hour": NumberRange(0, 1e6, what="USD per cluster-hour"),
     "sharing.monthly_overhead_usd": NumberRange(0, 1e9, what="USD per month"),
     "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
+    "recommendations.window_days": NumberRange(1, 35, integer=True, what="days of hourly history"),
+    "recommendations.history_days": NumberRange(1, 3650, integer=True, what="days of hourly history kept"),
+    "recommendations.max_days_per_build": NumberRange(1, 3650, integer=True, what="newest days of a build"),
+    "recommendations.cpu_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly CPU peaks"),
+    "recommendations.memory_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly memory peaks"),
+    "recommendations.cpu_headroom": NumberRange(1, 10, what="factor over the CPU quantile"),
+    "recommendations.memory_headroom": NumberRange(1, 10, what="factor over the memory quantile"),
+    "recommendations.min_cpu_cores": NumberRange(0, 1000, what="cores"),
+    "recommendations.min_memory_mib": NumberRange(0, 1e7, what="MiB"),
+    "recommendations.min_change_ratio": NumberRange(0, 10, what="share of the current request"),
+    "recommendations.abandoned_max_cpu_cores": NumberRange(0, 1000, what="average cores per replica"),
+    "recommendations.abandoned_max_network_bytes_per_s": NumberRange(0, 1e12, what="bytes per second per replica"),
+    "recommendations.node_headroom": NumberRange(1, 10, what="factor over the p95 of requests"),
+    "recommendations.min_saving_co2e_g_per_month": NumberRange(0, 1e12, what="g CO2e per month"),
     "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
     "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),

@@ -5,6 +5,7 @@ Python extracts, loads and orchestrates; every formula lives in the dbt models.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
@@ -281,6 +282,7 @@ def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
             "monthly_overhead_usd": sharing.monthly_overhead_usd,
             "split": sharing.split,
         },
+        "recommendations": dataclasses.asdict(settings.recommendations),
     }
     return out
 

@@ -102,3 +102,11 @@
 {% macro default__unnest_json_keys(json_expr) -%}
     unnest(json_keys({{ json_expr }}))
 {%- endmacro %}
+
+{# Continuous (interpolated) quantile of an aggregate group, q in [0, 1]. #}
+{% macro quantile_cont(expr, q) -%}
+    {{ return(adapter.dispatch('quantile_cont', 'kubeledger')(expr, q)) }}
+{%- endmacro %}
+{% macro default__quantile_cont(expr, q) -%}
+    quantile_cont({{ expr }}, {{ q }})
+{%- endmacro %}

@@ -10,6 +10,7 @@ from pipelines.serving.engine import answer_allocations, to_csv
 from pipelines.serving.extra_routes import extra_routes
 from pipelines.serving.metrics import metrics_routes
 from pipelines.serving.replies import ok, text
+from pipelines.serving.savings import savings_routes
 from pipelines.settings import Settings
 
 ALLOCATION_FLAVORS = {"/model/allocation": "kubecost", "/allocation": "opencost", "/allocation/compute": "opencost",
@@ -35,6 +36,7 @@ def build_routes(settings: Settings) -> dict[str, Route]:
     for path, flavor in ALLOCATION_FLAVORS.items():
         routes[path] = _allocation(flavor, settings)
     routes.update(extra_routes(settings))  # assets, summaries, clusterInfo, unserved upstream endpoints
+    routes.update(savings_routes(settings))  # /model/savings…, /kubeledger/recommendations (issue 16)
     routes.update(metrics_routes(settings))  # /metrics (Prometheus); metrics.attach_app adds API counters
     return routes
 

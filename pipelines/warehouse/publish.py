@@ -34,7 +34,7 @@ from pipelines import SQL_DIR
 
 # Every mart: copied into the serving copy and exported to Parquet (all have cluster and usage_date, the partitions).
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
-               "fct_node_energy_daily")
+               "fct_node_energy_daily", "fct_recommendation_daily")
 PARQUET_MARTS = MART_TABLES
 LAKE_FILE = "lake.duckdb"
 # the allocation API's names for rows without a namespace (pipelines/serving): written into the Parquet export so

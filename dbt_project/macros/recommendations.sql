@@ -1,0 +1,110 @@
+{# Parameters and shared pieces of the recommendation models (models/intermediate/recommendations).
+   Defaults equal pipelines/settings.py RecommendationSettings; kubeledger.yaml `recommendations:` overrides. #}
+
+{% macro rec_param(name) -%}
+    {%- set defaults = {
+        'window_days': 7, 'history_days': 42, 'max_days_per_build': 7, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
+        'memory_headroom': 1.3, 'min_cpu_cores': 0.01, 'min_memory_mib': 32, 'min_change_ratio': 0.2,
+        'abandoned_max_cpu_cores': 0.01, 'abandoned_max_network_bytes_per_s': 500, 'node_headroom': 1.2,
+        'min_saving_co2e_g_per_month': 10} -%}
+    {%- set given = var('recommendations', {}) or {} -%}
+    {{- sql_number(given.get(name, defaults[name])) -}}
+{%- endmacro %}
+
+{# The look-back window in whole days, as a Jinja integer. #}
+{% macro rec_window_days() -%}
+    {{ return(((var('recommendations', {}) or {}).get('window_days', 7)) | int) }}
+{%- endmacro %}
+
+{# Hours in a month, as Kubecost and OpenCost scale (365 x 24 / 12). #}
+{% macro hours_per_month() -%}cast(730 as double){%- endmacro %}
+
+{# Input flags carried by the hourly history models: (column, reason code as in the other marts). #}
+{% macro rec_input_flags() -%}
+    {{ return([
+        ('is_default_price', 'default_price'),
+        ('is_default_pue', 'default_pue'),
+        ('is_embodied_fallback', 'embodied_fallback'),
+        ('is_global_default_intensity', 'global_default_intensity'),
+        ('is_instance_price_missing', 'no_instance_price'),
+        ('is_intensity_partial', 'partial_intensity_coverage'),
+        ('is_provider_average_profile', 'provider_average_profile'),
+        ('is_intensity_provider_estimated', 'provider_estimated_intensity'),
+        ('is_region_default_intensity', 'region_default_intensity'),
+        ('is_unknown_instance_type', 'unknown_instance_type'),
+        ('is_utilisation_capped', 'utilisation_capped'),
+        ('is_zone_default_intensity', 'zone_default_intensity'),
+    ]) }}
+{%- endmacro %}
+
+{# The flag columns of rec_input_flags, OR-ed over the group, as one reasons string. #}
+{% macro rec_reasons_agg(extra=[]) -%}
+    {%- set flags = [] -%}
+    {%- for col, code in rec_input_flags() -%}{%- do flags.append(('bool_or(' ~ col ~ ')', code)) -%}{%- endfor -%}
+    {{ reasons_string((flags + extra) | sort(attribute=1)) }}
+{%- endmacro %}
+
+{# The days being built, each with the first day of its look-back window [window_start_ts, usage_date]; only the
+   newest max_days_per_build of them, so a long backfill costs at most that many look-backs. #}
+{% macro rec_build_days() -%}
+    {%- set keep = ((var('recommendations', {}) or {}).get('max_days_per_build', 7)) | int -%}
+    select
+        usage_date,
+        cluster,
+        {{ dbt.dateadd('day', 1 - rec_window_days(), 'cast(usage_date as timestamp)') }} as window_start_ts
+    from (select distinct cast(hour_ts as date) as usage_date, cluster from {{ ref('stg_metrics__node_hours') }}) as built
+    where cast(usage_date as timestamp) > {{ dbt.dateadd('day', -keep,
+        '(select cast(max(cast(hour_ts as date)) as timestamp) from ' ~ ref('stg_metrics__node_hours') ~ ')') }}
+{%- endmacro %}
+
+{# high: a full window of hours and no estimated input; medium: at least half the window; else low. #}
+{% macro rec_confidence(days_col, hours_col, reasons_col) -%}
+    case
+        when {{ hours_col }} >= 0.9 * 24 * {{ rec_param('window_days') }} and {{ reasons_col }} = '' then 'high'
+        when {{ days_col }} * 2 >= {{ rec_param('window_days') }} then 'medium'
+        else 'low'
+    end
+{%- endmacro %}
+
+{# Text of a number rounded to whole units (for the human action sentence). #}
+{% macro rec_int_text(expr) -%}
+    cast(cast(round({{ expr }}) as bigint) as varchar)
+{%- endmacro %}
+
+{# The columns every recommendation model ends with, in the mart's order (after the kind's own columns). #}
+{% macro rec_common_columns(kind, namespace, controller_kind, controller, container, target, action, evidence,
+                            days_col='days_of_data', hours_col='hours_covered', reasons_col='estimation_reasons',
+                            confidence_hours_col=none) -%}
+    '{{ kind }}' || ':' || cluster || '/' || {{ target }} as recommendation_id,
+    '{{ kind }}' as kind,
+    {{ namespace }} as namespace,
+    {{ controller_kind }} as controller_kind,
+    {{ controller }} as controller,
+    {{ container }} as container,
+    {{ target }} as target,
+    {{ action }} as action,
+    {{ rec_window_days() }} as window_days,
+    cast({{ days_col }} as integer) as days_of_data,
+    cast({{ hours_col }} as integer) as hours_covered,
+    {{ json_object_text(evidence) }} as evidence,
+    {{ rec_confidence(days_col, confidence_hours_col or hours_col, reasons_col) }} as confidence,
+    {{ reasons_col }} <> '' as is_estimated
+{%- endmacro %}
+
+{# Body of the `cluster_hours` CTE: hours each cluster was observed in each built day's window (the monthly
+   scaling's denominator: a workload that ran part of the window saves in proportion). Needs a `days` CTE. #}
+{% macro rec_cluster_hours() -%}
+    select days.usage_date, days.cluster, count(distinct nodes.hour_ts) as observed_hours
+    from days
+    join {{ ref('int_node_hours_recorded') }} as nodes
+        on nodes.cluster = days.cluster and nodes.hour_ts >= days.window_start_ts
+        and nodes.usage_date <= days.usage_date
+    group by days.usage_date, days.cluster
+{%- endmacro %}
+
+{# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
+   otherwise; raw tables have their own retention). #}
+{% macro rec_history_prune() -%}
+    {%- set keep = ((var('recommendations', {}) or {}).get('history_days', 42)) | int -%}
+    delete from {{ this }} where usage_date < {{ dbt.dateadd('day', -keep, '(select max(usage_date) from ' ~ this ~ ')') }}
+{%- endmacro %}

@@ -1,0 +1,17 @@
+-- grain: one row per (cluster, hour_ts, pv), kept across builds (incremental by day)
+-- Whether any pod mounted the volume in the hour, its claim (NULL = unclaimed), cost and storage energy.
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
+          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
+
+select
+    cast(hour_ts as date) as usage_date,
+    cluster,
+    hour_ts,
+    pv,
+    max(namespace) as namespace,
+    max(pvc) as pvc,
+    bool_or(pod_uid <> '__unmounted__' and coef > 0) as is_mounted,
+    sum(pv_cost) as pv_cost,
+    sum(energy_storage_kwh) as energy_storage_kwh
+from {{ ref('int_volumes_allocated_hourly') }}
+group by cast(hour_ts as date), cluster, hour_ts, pv

@@ -1,0 +1,63 @@
+-- grain: one row per (usage_date, cluster, pv) no pod mounted during the whole look-back window
+-- Unclaimed (no PVC, e.g. Released with reclaim policy Retain) or claimed but never mounted. The saving is the
+-- volume's cost and storage energy per hour it existed x 730; CO2e at the cluster's energy-weighted intensity x PUE.
+with days as (
+    {{ rec_build_days() }}
+),
+
+cluster_intensity as (
+    select days.usage_date, days.cluster,
+           sum(n.energy_kwh * n.carbon_intensity_g_per_kwh * n.pue) / nullif(sum(n.energy_kwh), 0) as intensity_x_pue
+    from days
+    join {{ ref('int_node_hours_recorded') }} as n
+        on n.cluster = days.cluster and n.hour_ts >= days.window_start_ts and n.usage_date <= days.usage_date
+    group by days.usage_date, days.cluster
+),
+
+volumes as (
+    select
+        days.usage_date, v.cluster, v.pv,
+        max(v.namespace) as namespace,
+        max(v.pvc) as pvc,
+        count(distinct cast(v.hour_ts as date)) as days_of_data,
+        count(distinct v.hour_ts) as hours_covered,
+        bool_or(v.is_mounted) as was_mounted,
+        sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_usd_per_month,
+        sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_kwh_per_month
+    from days
+    join {{ ref('int_volume_hours_recorded') }} as v
+        on v.cluster = days.cluster and v.hour_ts >= days.window_start_ts and v.usage_date <= days.usage_date
+    group by days.usage_date, v.cluster, v.pv
+),
+
+flagged as (
+    select
+        volumes.*,
+        volumes.saving_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
+            {{ sql_number(var('default_intensity_g_per_kwh', 500)) }} * {{ sql_number(var('default_pue', 1.3)) }})
+            as saving_co2e_g_per_month,
+        case when cluster_intensity.intensity_x_pue is null then 'global_default_intensity' else '' end
+            as estimation_reasons
+    from volumes
+    left join cluster_intensity
+        on cluster_intensity.usage_date = volumes.usage_date and cluster_intensity.cluster = volumes.cluster
+    where not volumes.was_mounted
+)
+
+select
+    usage_date,
+    cluster,
+    {{ rec_common_columns('unclaimed_volume', 'namespace', 'cast(null as varchar)', 'cast(null as varchar)',
+        'cast(null as varchar)', "coalesce(namespace || '/' || pvc, pv)",
+        "case when pvc is null then 'Delete unclaimed volume ' || pv
+              else 'Delete claim ' || namespace || '/' || pvc || ' (volume ' || pv || '): no pod mounted it' end",
+        [('pv', 'pv'), ('pvc', 'pvc'), ('unclaimed', 'pvc is null')]) }},
+    cast(null as double) as current_cpu_request_cores,
+    cast(null as double) as recommended_cpu_request_cores,
+    cast(null as double) as current_ram_request_bytes,
+    cast(null as double) as recommended_ram_request_bytes,
+    saving_usd_per_month,
+    saving_kwh_per_month,
+    saving_co2e_g_per_month,
+    estimation_reasons
+from flagged

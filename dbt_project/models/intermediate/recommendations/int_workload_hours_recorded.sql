@@ -1,0 +1,88 @@
+-- grain: one row per (cluster, hour_ts, pod_uid, container) that ran, kept across builds (incremental by day)
+-- The hourly history the recommendations look back over: peaks, requests, allocation, prices, energy and carbon
+-- per container instance, with its controller and carbon zone. Network bytes are the pod's, split evenly over its
+-- containers as in fct_allocation_daily.
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
+          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
+
+with allocated as (
+    select * from {{ ref('int_containers_allocated_hourly') }}
+),
+
+energy as (
+    select * from {{ ref('int_containers_energy_hourly') }}
+),
+
+pods as (
+    select cluster, hour_ts, pod_uid, controller_kind, controller_name
+    from {{ ref('stg_metrics__pod_hours') }}
+),
+
+containers_in_pod as (
+    select cluster, hour_ts, pod_uid, count(*) as n
+    from allocated
+    group by cluster, hour_ts, pod_uid
+),
+
+network as (
+    select cluster, hour_ts, pod_uid,
+           coalesce(network_transfer_bytes, 0) + coalesce(network_receive_bytes, 0) as network_bytes
+    from {{ ref('int_pods_network_hourly') }}
+),
+
+nodes as (
+    select cluster, hour_ts, node, carbon_zone from {{ ref('int_nodes_energy_hourly') }}
+)
+
+select
+    cast(allocated.hour_ts as date) as usage_date,
+    allocated.cluster,
+    allocated.hour_ts,
+    allocated.namespace,
+    pods.controller_kind,
+    pods.controller_name as controller,
+    allocated.pod_uid,
+    allocated.container,
+    allocated.node,
+    nodes.carbon_zone,
+    allocated.run_h,
+    allocated.cpu_request_cores,
+    allocated.ram_request_bytes,
+    allocated.cpu_usage_max_cores,
+    allocated.ram_usage_max_bytes,
+    allocated.cpu_usage_core_hours,
+    allocated.ram_usage_byte_hours,
+    allocated.cpu_core_hours,
+    allocated.ram_byte_hours,
+    allocated.cpu_price_usd,
+    allocated.ram_price_usd,
+    allocated.cpu_cost,
+    allocated.ram_cost,
+    allocated.gpu_cost,
+    coalesce(network.network_bytes, 0) / containers_in_pod.n as network_bytes,
+    energy.energy_kwh,
+    energy.energy_memory_kwh,
+    energy.carbon_intensity_g_per_kwh,
+    energy.pue,
+    energy.co2e_operational_g,
+    energy.co2e_embodied_g,
+    allocated.is_default_price,
+    allocated.is_instance_price_missing,
+    allocated.is_usage_missing,
+    {%- for col, code in rec_input_flags() if col not in ('is_default_price', 'is_instance_price_missing') %}
+    energy.{{ col }}{% if not loop.last %},{% endif %}
+    {%- endfor %}
+from allocated
+join energy
+    on energy.cluster = allocated.cluster and energy.hour_ts = allocated.hour_ts
+    and energy.pod_uid = allocated.pod_uid and energy.container = allocated.container
+join containers_in_pod
+    on containers_in_pod.cluster = allocated.cluster and containers_in_pod.hour_ts = allocated.hour_ts
+    and containers_in_pod.pod_uid = allocated.pod_uid
+left join pods
+    on pods.cluster = allocated.cluster and pods.hour_ts = allocated.hour_ts and pods.pod_uid = allocated.pod_uid
+left join network
+    on network.cluster = allocated.cluster and network.hour_ts = allocated.hour_ts
+    and network.pod_uid = allocated.pod_uid
+left join nodes
+    on nodes.cluster = allocated.cluster and nodes.hour_ts = allocated.hour_ts and nodes.node = allocated.node

@@ -1,0 +1,133 @@
+"""Recommendations end to end on the demo's `scenario: recommendations` cluster (pipelines/sources/demo_scenario.py).
+
+A 7-day backfill through the real CLI, then: each planted case gets its recommendation on the last day (an
+over-requested Deployment, an abandoned Deployment, an unmounted PVC, an over-provisioned node pool, a nightly
+CronJob), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from datetime import date
+
+import duckdb
+import pytest
+
+from pipelines.serving.savings import savings_routes
+from pipelines.settings import load_settings
+from tests.fixtures.pipeline_workdir import cli_args, cli_env, run_cli
+
+pytestmark = pytest.mark.integration
+
+CONFIG = (
+    "warehouse:\n  path: wh/kubeledger.duckdb\n  serving_path: wh/serving.duckdb\n  parquet_path: wh/parquet\n"
+    "clusters:\n  - name: demo\n    source: demo\n"
+    "    demo: {nodes: 4, pods_per_node: 4, scenario: recommendations}\n"
+)
+FIRST, LAST = date(2026, 3, 1), date(2026, 3, 7)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("recommendations")
+    (wd / "kubeledger.yaml").write_text(CONFIG)
+    run_cli(wd, "backfill", "--start", FIRST.isoformat(), "--end", LAST.isoformat(), timeout=1800)
+    return wd
+
+
+@pytest.fixture(scope="module")
+def recs(workdir):
+    con = duckdb.connect(str(workdir / "wh" / "serving.duckdb"), read_only=True)
+    try:
+        rel = con.execute("select * from marts.fct_recommendation_daily where usage_date = ?", [LAST])
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
+    finally:
+        con.close()
+
+
+def _one(recs, kind, target):
+    found = [r for r in recs if r["kind"] == kind and r["target"] == target]
+    assert len(found) == 1, (kind, target, sorted((r["kind"], r["target"]) for r in recs))
+    return found[0]
+
+
+def test_over_requested_deployment_is_rightsized(recs):
+    r = _one(recs, "container_rightsizing", "showcase/deployment/oversized-api:app")
+    assert r["current_cpu_request_cores"] == pytest.approx(2.0)
+    assert 0.05 < r["recommended_cpu_request_cores"] < 0.5  # ~5 % use, x peak 1.5, x headroom 1.2
+    assert r["recommended_ram_request_bytes"] < r["current_ram_request_bytes"] / 4
+    assert r["saving_usd_per_month"] > 10 and r["saving_co2e_g_per_month"] > 0
+    assert r["days_of_data"] == 7 and r["hours_covered"] == 168 and r["window_days"] == 7
+    ev = json.loads(r["evidence"])
+    assert ev["cpu_quantile"] == 0.95 and ev["cpu_headroom"] == 1.2
+    assert r["recommended_cpu_request_cores"] == pytest.approx(max(ev["cpu_peak_quantile_cores"] * 1.2, 0.01))
+    assert r["recommendation_id"] == "container_rightsizing:demo/showcase/deployment/oversized-api:app"
+
+
+def test_abandoned_deployment_is_flagged(recs):
+    r = _one(recs, "abandoned_workload", "showcase/deployment/abandoned-worker")
+    assert r["saving_usd_per_month"] > 0 and r["saving_kwh_per_month"] > 0 and r["saving_co2e_g_per_month"] > 0
+    assert json.loads(r["evidence"])["network_bytes_per_s_per_replica"] == 0
+
+
+def test_unmounted_claim_is_flagged(recs):
+    r = _one(recs, "unclaimed_volume", "showcase/orphan-data")
+    assert r["saving_usd_per_month"] > 0
+    assert r["action"].startswith("Delete claim showcase/orphan-data")
+
+
+def test_over_provisioned_pool_can_lose_a_node(recs):
+    r = _one(recs, "idle_node_pool", "m5.xlarge@us-east-1d")
+    ev = json.loads(r["evidence"])
+    assert ev["nodes_max"] == 3 and ev["nodes_removable"] >= 1
+    assert ev["nodes_needed"] + ev["nodes_removable"] == 3
+    assert r["saving_usd_per_month"] > 100 and r["saving_co2e_g_per_month"] > 0
+
+
+def test_nightly_cronjob_shifts_to_a_greener_hour(recs):
+    r = _one(recs, "carbon_shift_time", "showcase/cronjob/nightly-export")
+    ev = json.loads(r["evidence"])
+    assert ev["typical_best_start_hour"] != 20 and ev["hours_per_day"] == 2
+    assert ev["best_mean_intensity_g_per_kwh"] < ev["actual_mean_intensity_g_per_kwh"]
+    assert r["saving_co2e_g_per_month"] > 0 and r["saving_usd_per_month"] == 0
+
+
+def test_well_sized_workload_gets_nothing(recs):
+    found = [(r["kind"], r["action"], r["evidence"]) for r in recs if r["controller"] == "right-sized-web"]
+    assert not found
+
+
+def test_recommend_cli_json_matches_the_mart(workdir, recs):
+    proc = subprocess.run(cli_args(workdir, "recommend", "--format", "json", "--kind", "container_rightsizing"),
+                          cwd=workdir, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    want = {r["recommendation_id"]: r for r in recs if r["kind"] == "container_rightsizing"}
+    assert {r["id"] for r in rows} == set(want)
+    for r in rows:
+        assert r["savingUsdPerMonth"] == pytest.approx(want[r["id"]]["saving_usd_per_month"])
+    bad = subprocess.run(cli_args(workdir, "recommend", "--window", "3d"), cwd=workdir, env=cli_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "recommendations.window_days" in bad.stderr
+
+
+def test_request_sizing_v2_answers_from_the_mart(workdir, recs):
+    settings = load_settings(str(workdir / "kubeledger.yaml"))
+    route = savings_routes(settings)["/model/savings/requestSizingV2"]
+    con = duckdb.connect(str(workdir / "wh" / "serving.duckdb"), read_only=True)
+    try:
+        window = "2026-03-01T00:00:00Z,2026-03-08T00:00:00Z"
+        reply = route.fn(con.cursor(), {"window": window, "filter": 'namespace:"showcase"'})
+    finally:
+        con.close()
+    assert reply.status == 200
+    (row,) = [x for x in reply.payload if x["controllerName"] == "oversized-api"]
+    want = _one(recs, "container_rightsizing", "showcase/deployment/oversized-api:app")
+    assert row["recommendedRequest"]["cpu"] == f"{math.ceil(want['recommended_cpu_request_cores'] * 1000 - 1e-9)}m"
+    assert row["latestKnownRequest"] == {"cpu": "2000m", "memory": "4096Mi"}
+    assert row["monthlySavings"]["cpu"] + row["monthlySavings"]["memory"] == pytest.approx(
+        want["saving_usd_per_month"])
+    assert all(x["namespace"] == "showcase" for x in reply.payload)
