@@ -58,7 +58,8 @@
 -#}
 
 {%- macro hours_per_month() -%}
-{#- The month of a monthly amount (overhead_monthly_usd; the engine's shareCost breakdown reads it too). -#}
+{#- Hours in a month (365 x 24 / 12, as Kubecost and OpenCost scale): the month of a monthly amount here
+    (overhead_monthly_usd), of the engine's shareCost breakdown and of every recommendation's monthly figure. -#}
 730
 {%- endmacro -%}
 

@@ -16,9 +16,6 @@
     {{ return(((var('recommendations', {}) or {}).get('window_days', 7)) | int) }}
 {%- endmacro %}
 
-{# Hours in a month, as Kubecost and OpenCost scale (365 x 24 / 12). #}
-{% macro hours_per_month() -%}cast(730 as double){%- endmacro %}
-
 {# Input flags carried by the hourly history models: (column, reason code as in the other marts). #}
 {% macro rec_input_flags() -%}
     {{ return([
