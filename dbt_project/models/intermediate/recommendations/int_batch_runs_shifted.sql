@@ -1,8 +1,8 @@
 -- grain: one row per (usage_date, cluster, namespace, controller_kind, controller) batch workload (Job, CronJob)
 -- whose runs would emit at least min_saving_co2e_g_per_month less in a greener hour.
--- Per day of the window: the workload ran L hours (its running time, rounded) in its main carbon zone; the lowest-intensity
--- contiguous L-hour window of that zone on that day (from the landed hourly intensities of the nodes there) would
--- emit (its energy x PUE) x (the window's mean intensity). Saving = actual operational CO2e - that; energy and
+-- Per day of the window: the workload ran L hours (its running time, rounded) in its main carbon zone; the
+-- lowest-intensity contiguous L-hour window of that zone on that day (from the landed hourly intensities of the
+-- nodes there) would emit (its energy x PUE) x (the window's mean intensity). Saving = actual operational CO2e - that; energy and
 -- embodied carbon do not change. Monthly = mean daily saving x 730 / 24; the typical start = the most frequent
 -- best start hour.
 with days as (
@@ -94,7 +94,10 @@ in_window as (
         as best_start_hour
     from days
     join shifted_daily as s
-        on s.cluster = days.cluster and s.run_date >= cast(days.window_start_ts as date) and s.run_date <= days.usage_date
+        on
+            s.cluster = days.cluster
+            and s.run_date >= cast(days.window_start_ts as date)
+            and s.run_date <= days.usage_date
 ),
 
 start_mode as (

@@ -57,7 +57,9 @@ select
     coalesce(priced.is_instance_price_missing, false) as is_instance_price_missing
 from enriched
 join energy on energy.cluster = enriched.cluster and energy.hour_ts = enriched.hour_ts and energy.node = enriched.node
-left join costed on costed.cluster = enriched.cluster and costed.hour_ts = enriched.hour_ts and costed.node = enriched.node
-left join priced on priced.cluster = enriched.cluster and priced.hour_ts = enriched.hour_ts and priced.node = enriched.node
+left join costed
+    on costed.cluster = enriched.cluster and costed.hour_ts = enriched.hour_ts and costed.node = enriched.node
+left join priced
+    on priced.cluster = enriched.cluster and priced.hour_ts = enriched.hour_ts and priced.node = enriched.node
 left join requests
     on requests.cluster = enriched.cluster and requests.hour_ts = enriched.hour_ts and requests.node = enriched.node
