@@ -2,9 +2,9 @@
 -- whose runs would emit at least min_saving_co2e_g_per_month less in a greener hour.
 -- Per day of the window: the workload ran L hours (its running time, rounded) in its main carbon zone; the
 -- lowest-intensity contiguous L-hour window of that zone on that day (from the landed hourly intensities of the
--- nodes there) would emit (its energy x PUE) x (the window's mean intensity). Saving = actual operational CO2e - that; energy and
--- embodied carbon do not change. Monthly = mean daily saving x 730 / 24; the typical start = the most frequent
--- best start hour.
+-- nodes there) would emit (its energy x PUE) x (the window's mean intensity). Saving = actual operational
+-- CO2e - that; energy and embodied carbon do not change. Monthly = mean daily saving x 730 / 24; the typical
+-- start = the most frequent best start hour.
 with days as (
     {{ rec_build_days() }}
 ),
