@@ -16,13 +16,14 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pipelines import PROJECT_ROOT
-from pipelines.days import DateError, check_range, format_ranges, raw_hours, record_first_day, utc_today
+from pipelines.days import DateError, check_range, format_ranges, newest_day, raw_hours, record_first_day
 from pipelines.settings import Settings, SettingsError, load_settings
+from pipelines.timeutil import days_inclusive
 
 EXIT_USAGE = 2  # bad arguments, dates or settings: nothing was done
 EXIT_FAILED = 1  # the work started and failed
@@ -58,16 +59,17 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
 
     from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
     from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
-    from pipelines.dagster_defs.resources import pinned_run_config
+    from pipelines.dagster_defs.resources import CLUSTER_TAG, pinned_run_config
     from pipelines.definitions import build_definitions
     from pipelines.reference_inputs import record_reference, reference_is_current
+    from pipelines.timeutil import daily_range_keys, hourly_range_keys
 
     instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
     defs = build_definitions(settings)
     own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
     pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with
     logger = run_logger_def()
-    days = (end - start).days + 1
+    days = len(days_inclusive(start, end))
     clusters = 1 if cluster else len(settings.clusters)
     observer = reporter.observer
     if observer is not None:
@@ -75,10 +77,9 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     reporter.set_status("setup", "ok", "Dagster instance and definitions")
     reporter.finish_stage()
 
-    def run(job_name: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
-            partition_key: str | None = None) -> None:
+    def run(job_name: str, tags: dict[str, str] | None = None, partition_key: str | None = None) -> None:
         job = defs.resolve_job_def(job_name).with_logger_defs({"kubeledger": logger})
-        config = {**(run_config or {}), **pinned, "loggers": {"kubeledger": {}}}
+        config = {**pinned, "loggers": {"kubeledger": {}}}
         with capture_stdout(), observe_landing(observer.landed if observer else (lambda _r: None)):
             result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})},
                                             run_config=config, partition_key=partition_key, raise_on_error=False)
@@ -86,7 +87,8 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
         if not result.success:
             raise RunFailed(_failure_line(job_name, result))
 
-    first, last = start.isoformat(), end.isoformat()
+    # the one channel of a cluster selection: a run tag every asset and check of the run reads
+    cluster_tags = {CLUSTER_TAG: cluster} if cluster else {}
     if reference_is_current(settings):  # seeds and price files unchanged since the last good reference run
         reporter.start_stage("reference")
         reporter.set_status("reference", "skipped", "inputs unchanged since the last run")
@@ -95,14 +97,13 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
         run("reference")
         record_reference(settings)
     if extract:
-        run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
-            run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
-    config = {"ops": {"dbt_daily": {"config": {"cluster": cluster}}}}
-    cluster_tags = {"kubeledger/cluster": cluster} if cluster else {}
+        first_hour, last_hour = hourly_range_keys(start, end)
+        run("extract_hourly", tags={RANGE_START_TAG: first_hour, RANGE_END_TAG: last_hour, **cluster_tags})
+    first, last = daily_range_keys(start, end)
     if start == end:
-        run("daily_warehouse", partition_key=first, run_config=config, tags=cluster_tags or None)
+        run("daily_warehouse", partition_key=first, tags=cluster_tags or None)
     else:
-        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags}, run_config=config)
+        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags})
     return dict(reporter.timings)
 
 
@@ -205,7 +206,7 @@ def _cluster_label(settings: Settings, cluster: str | None) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
-    day = args.date or (utc_today() - timedelta(days=1))
+    day = args.date or newest_day()
     check_range(settings, day, day, flags=("--date", "--date"))
 
     def body(session: Session) -> None:
@@ -255,7 +256,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, argv: list[str]) -
     except duckdb.Error as exc:
         raise DateError(f"cannot read the raw rows in {settings.warehouse_path} ({str(exc).splitlines()[0]}); "
                         "is another kubeledger run writing? try again when it is done") from exc
-    wanted = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    wanted = days_inclusive(args.start, args.end)
     missing = {c: [d for d in wanted if not (landed or {}).get((c, d))] for c in clusters}
     missing = {c: days for c, days in missing.items() if days}
     if missing:

@@ -222,9 +222,9 @@ def capture_stdout() -> Iterator[None]:
 
 @contextmanager
 def observe_landing(callback: Callable[[Any], None]) -> Iterator[None]:
-    """Call `callback(result)` after each landing write of this process (pipelines.steps.land), read-only: the
-    extract steps land their hours in chunks, and this is how the progress display counts them."""
-    from pipelines import steps
+    """Call `callback(result)` after each landing write of this process (pipelines.sources.base.land), read-only:
+    the extract steps land their hours in chunks, and this is how the progress display counts them."""
+    from pipelines.sources import base as steps
 
     original = steps.land
 
@@ -386,8 +386,8 @@ def stage_of(job_name: str, step_key: str) -> str:
         return "reference"
     if job_name == "extract_hourly":
         return "extract"
-    if step_key == "dbt_daily":
-        return "transform"
+    if step_key in ("dbt_lookups", "raw__carbon_intensity_hours", "raw__boavizta_impacts", "dbt_daily"):
+        return "transform"  # the daily build: dbt lookups, the two extracts that read them, the rest of dbt
     if step_key.startswith("serving"):
         return "publish"
     return "checks"

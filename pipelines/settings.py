@@ -249,11 +249,15 @@ class Settings:
 
 # --- parsing -------------------------------------------------------------------------------------------
 
+# The sources' registries own their names (pipelines/sources/metrics.py, pipelines/sources/carbon/providers.py).
+from pipelines.sources.carbon.providers import PROVIDER_NAMES as CARBON_PROVIDERS  # noqa: E402
+from pipelines.sources.metrics import METRICS_SOURCES  # noqa: E402
+
 # Keys below are written with `clusters[]` for any cluster index.
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "clusters[].source": ("demo", "prometheus"),
+    "clusters[].source": tuple(METRICS_SOURCES),
     "clusters[].provider": PROVIDERS,
-    "carbon.provider": ("demo", "electricitymaps", "wattnet", "none"),
+    "carbon.provider": CARBON_PROVIDERS,
     "carbon.emission_factor_type": ("lifecycle", "direct"),
     "pricing.custom_convention": ("hourly", "monthly"),
     "sharing.split": ("weighted", "even"),
