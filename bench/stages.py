@@ -111,8 +111,9 @@ def stage_load(p: dict[str, Any]) -> dict[str, Any]:
 def stage_lookups(p: dict[str, Any]) -> dict[str, Any]:
     """What the daily Dagster run does between its two dbt steps: dbt builds the lookups (the carbon zones and
     instance keys the nodes need), then the carbon-intensity and Boavizta extracts land what they name."""
-    from dbt.cli.main import dbtRunner
+    import subprocess
 
+    from pipelines import dbt_executable
     from pipelines.dagster_defs.dbt_args import warehouse_env
     from pipelines.sources.boavizta import extract_boavizta_impacts
     from pipelines.sources.carbon.extract import extract_carbon
@@ -120,11 +121,13 @@ def stage_lookups(p: dict[str, Any]) -> dict[str, Any]:
     from pipelines.warehouse.lookups import LOOKUPS_MODEL
 
     settings = settings_for(p)
-    os.environ.update(warehouse_env(settings))
     t = time.perf_counter()
-    res = dbtRunner().invoke(dbt_args(p, ["run", "--select", f"+{LOOKUPS_MODEL}", "--exclude", "resource_type:seed"]))
-    if not res.success:
-        raise SystemExit(f"dbt lookups failed: {res.exception or 'see ' + str(paths(p)['logs'])}")
+    # a separate dbt process: an in-process dbt keeps its own connection to the file open
+    res = subprocess.run([dbt_executable(), *dbt_args(p, ["run", "--select", f"+{LOOKUPS_MODEL}", "--exclude",
+                                                          "resource_type:seed"])],
+                         env={**os.environ, **warehouse_env(settings)}, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"dbt lookups failed (exit {res.returncode}): see {paths(p)['logs']}")
     con = open_warehouse(settings)
     rows = extract_carbon(settings, con, day_hours(p))["rows"]
     rows += extract_boavizta_impacts(settings, con)["rows"]
