@@ -1,9 +1,11 @@
-"""dbt decides which carbon zones are fetched (int_nodes_required_lookups, built before the carbon extract).
+"""dbt decides which carbon zones and Boavizta instances are fetched (int_nodes_required_lookups, built before
+the carbon-intensity and Boavizta extracts).
 
 Regressions of a Python copy of the enrichment that knew fewer rules than dbt: a node without providerID in a
 cluster configured `provider: aws, region: eu-west-1` (zone IE from the cluster config), and a GKE node carrying
 only the zone label `europe-west1-b` (region europe-west1 from the zone, zone BE). Both zones must be fetched from
-the (stand-in) Electricity Maps API and used by the marts, not the flagged default intensity.
+the (stand-in) Electricity Maps API and used by the marts, not the flagged default intensity; the provider-less
+node's instance type must get its embodied impacts (the bundled Boavizta table) too.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ pytestmark = pytest.mark.integration
 DAY = date(2026, 1, 10)
 HOURS = [datetime(DAY.year, DAY.month, DAY.day) + timedelta(hours=h) for h in range(24)]
 TOKEN_ENV = "KL_TEST_EM_TOKEN"
-# (cluster, node, provider_id, labels): what each node carries in raw.node_hours
+# (cluster, node, provider_id, instance type, labels): what each node carries in raw.node_hours
 NODES = [
-    ("eu", "n-no-provider-id", None, {}),
-    ("gke", "g-zone-label-only", "gce://proj/europe-west1-b/g-zone-label-only",
+    ("eu", "n-no-provider-id", None, "m5.large", {}),
+    ("gke", "g-zone-label-only", "gce://proj/europe-west1-b/g-zone-label-only", "n2-standard-4",
      {"topology.kubernetes.io/zone": "europe-west1-b"}),
 ]
 EXPECTED_ZONE = {"eu": "IE", "gke": "BE"}
@@ -59,14 +61,14 @@ schedule: {{start_date: "{DAY - timedelta(days=3)}"}}
 def _land_nodes(config: Path) -> None:
     con = open_warehouse(load_settings(str(config)))
     try:
-        for cluster, node, provider_id, labels in NODES:
+        for cluster, node, provider_id, instance_type, labels in NODES:
             for hour in HOURS:
                 con.execute(
                     "insert into raw.node_hours (cluster, hour_ts, node, provider_id, instance_type, region, zone, "
                     "labels, cpu_capacity_cores, ram_capacity_bytes, gpu_capacity, cpu_allocatable_cores, "
                     "ram_allocatable_bytes, running_minutes, _source, _extracted_at) "
-                    "values (?, ?, ?, ?, null, null, null, ?, 4, 16 * 2^30, 0, 4, 16 * 2^30, 60, 'test', now())",
-                    [cluster, hour, node, provider_id, json.dumps(labels)])
+                    "values (?, ?, ?, ?, ?, null, null, ?, 4, 16 * 2^30, 0, 4, 16 * 2^30, 60, 'test', now())",
+                    [cluster, hour, node, provider_id, instance_type, json.dumps(labels)])
     finally:
         con.close()
 
@@ -107,3 +109,17 @@ def test_fetched_intensity_is_used_by_the_marts(built):
         assert source == "provider_hourly"  # not a flagged default
         # the node's energy is the same every hour, so the energy-weighted intensity is the plain mean
         assert intensity == pytest.approx(sum(em_value(zone, h) for h in HOURS) / 24, rel=1e-9)
+
+
+def test_instance_types_of_both_nodes_get_embodied_impacts(built):
+    warehouse, _ = built
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        cached = con.execute("select provider, instance_type, status from raw.boavizta_impacts order by 1").fetchall()
+        fallback = con.execute("select cluster, embodied_g_per_hour from marts.fct_node_energy_daily "
+                               "where usage_date = ? order by cluster", [DAY]).fetchall()
+    finally:
+        con.close()
+    assert cached == [("aws", "m5.large", "ok"), ("gcp", "n2-standard-4", "ok")]
+    # the bundled table's values (kg/h), not the flagged 100 kg / 4 years fallback
+    assert fallback == [("eu", pytest.approx(0.457)), ("gke", pytest.approx(0.758))]
