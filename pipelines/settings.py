@@ -28,6 +28,10 @@ from urllib.parse import urlsplit
 
 import yaml
 
+# the sources' registries own their names (pipelines/sources/metrics.py, pipelines/sources/carbon/providers.py)
+from pipelines.sources.carbon.providers import PROVIDER_NAMES as CARBON_PROVIDERS
+from pipelines.sources.metrics import METRICS_SOURCES
+
 DEFAULT_CONFIG_NAME = "kubeledger.yaml"
 # cluster names become partition paths (cluster=<name>/), Dagster tags and dbt vars: DNS-label-like, lowercase so
 # two names never collide on a case-insensitive file system
@@ -248,10 +252,6 @@ class Settings:
 
 
 # --- parsing -------------------------------------------------------------------------------------------
-
-# The sources' registries own their names (pipelines/sources/metrics.py, pipelines/sources/carbon/providers.py).
-from pipelines.sources.carbon.providers import PROVIDER_NAMES as CARBON_PROVIDERS  # noqa: E402
-from pipelines.sources.metrics import METRICS_SOURCES  # noqa: E402
 
 # Keys below are written with `clusters[]` for any cluster index.
 _CHOICES: dict[str, tuple[str, ...]] = {
