@@ -127,6 +127,7 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
     step("generate", "generate")
     step("load", "load")
     step("dbt seed", "dbt", layer="seed")
+    step("lookups", "lookups")
     if args.per_layer:
         for layer in TRANSFORM_LAYERS:
             step(f"dbt {layer}", "dbt", layer=layer)

@@ -85,27 +85,54 @@ def stage_generate(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def stage_load(p: dict[str, Any]) -> dict[str, Any]:
-    """Generate again and land hour by hour (replace_partitions), plus carbon, Boavizta and pricing.
+    """Generate again and land hour by hour (replace_partitions), plus pricing.
     `seconds` is the landing time alone (generation is timed by the generate stage)."""
-    from pipelines import steps
+    from pipelines.sources import base
     from pipelines.sources.demo import iter_demo_hours
+    from pipelines.sources.pricing import load_pricing
+    from pipelines.warehouse.connection import open_warehouse
 
     settings = settings_for(p)
     hours = day_hours(p)
-    con = steps.open_warehouse(settings)
+    con = open_warehouse(settings)
     land_s = 0.0
     rows = 0
     for result in iter_demo_hours(settings.clusters[0], hours):
         t = time.perf_counter()
-        rows += sum(steps.land(con, result).values())
+        rows += sum(base.land(con, result).values())
         land_s += time.perf_counter() - t
     t = time.perf_counter()
-    ref = steps.extract_carbon(settings, con, hours)["rows"]
-    ref += steps.extract_boavizta_impacts(settings, con, hours)["rows"]
-    steps.load_pricing(settings, con)
+    load_pricing(settings, con)
     land_s += time.perf_counter() - t
     con.close()
-    return {"rows_in": rows + ref, "rows_out": rows + ref, "seconds": land_s}
+    return {"rows_in": rows, "rows_out": rows, "seconds": land_s}
+
+
+def stage_lookups(p: dict[str, Any]) -> dict[str, Any]:
+    """What the daily Dagster run does between its two dbt steps: dbt builds the lookups (the carbon zones and
+    instance keys the nodes need), then the carbon-intensity and Boavizta extracts land what they name."""
+    import subprocess
+
+    from pipelines import dbt_executable
+    from pipelines.dagster_defs.dbt_args import warehouse_env
+    from pipelines.sources.boavizta import extract_boavizta_impacts
+    from pipelines.sources.carbon.extract import extract_carbon
+    from pipelines.warehouse.connection import open_warehouse
+    from pipelines.warehouse.lookups import LOOKUPS_MODEL
+
+    settings = settings_for(p)
+    t = time.perf_counter()
+    # a separate dbt process: an in-process dbt keeps its own connection to the file open
+    res = subprocess.run([dbt_executable(), *dbt_args(p, ["run", "--select", f"+{LOOKUPS_MODEL}", "--exclude",
+                                                          "resource_type:seed"])],
+                         env={**os.environ, **warehouse_env(settings)}, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"dbt lookups failed (exit {res.returncode}): see {paths(p)['logs']}")
+    con = open_warehouse(settings)
+    rows = extract_carbon(settings, con, day_hours(p))["rows"]
+    rows += extract_boavizta_impacts(settings, con)["rows"]
+    con.close()
+    return {"rows_in": 0, "rows_out": rows, "seconds": time.perf_counter() - t}
 
 
 def _count(con, tables: list[str], where: str = "", params: list[Any] | None = None) -> int:
@@ -150,7 +177,7 @@ def layer_rows(p: dict[str, Any], layer: str) -> tuple[int, int]:
 
 def dbt_args(p: dict[str, Any], command: list[str]) -> list[str]:
     from pipelines import DBT_PROJECT_DIR
-    from pipelines.steps import dbt_vars
+    from pipelines.dagster_defs.dbt_args import dbt_vars
 
     settings = settings_for(p)
     start, end = window(p)
@@ -164,7 +191,7 @@ def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
     """One dbt layer: seed, staging, intermediate, marts (dbt run --select <layer>) or test."""
     from dbt.cli.main import dbtRunner
 
-    from pipelines.steps import warehouse_env
+    from pipelines.dagster_defs.dbt_args import warehouse_env
 
     os.environ.update(warehouse_env(settings_for(p)))
     layer = p["layer"]
@@ -303,7 +330,7 @@ def stage_prometheus(p: dict[str, Any]) -> dict[str, Any]:
             "table_rows": {t: len(f) for t, f in res.batches.items()}}
 
 
-STAGES = {"generate": stage_generate, "load": stage_load, "dbt": stage_dbt, "replicate": stage_replicate,
+STAGES = {"generate": stage_generate, "load": stage_load, "lookups": stage_lookups, "dbt": stage_dbt, "replicate": stage_replicate,
           "publish": stage_publish, "query": stage_query, "prometheus": stage_prometheus}
 
 

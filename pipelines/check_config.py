@@ -11,10 +11,10 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from pipelines.settings import Settings
+from pipelines.timeutil import HOUR, hour_floor, utc_now
 
 
 @dataclass
@@ -84,17 +84,14 @@ def _kubernetes(cluster: Any, timeout_s: float) -> str:
 
 
 def _carbon(settings: Settings, zone: str, timeout_s: float) -> str:
-    from pipelines.sources import carbon
+    from pipelines.sources.carbon import PROVIDERS, ElectricityMapsClient
 
     c = replace(settings.carbon, timeout_s=timeout_s)
-    if c.provider == "electricitymaps":
-        client: Any = carbon.ElectricityMapsClient(c, retries=0)
-        if not c.token():
-            raise ValueError(f"no token: set the environment variable {c.token_env} (carbon.token_env)")
-    else:
-        client = carbon.WattnetClient(c, retries=0)
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0, tzinfo=None) - timedelta(hours=2)
-    fetched = client.fetch_hours(zone, hour, hour + timedelta(hours=1))
+    if c.provider == ElectricityMapsClient.name and not c.token():
+        raise ValueError(f"no token: set the environment variable {c.token_env} (carbon.token_env)")
+    client: Any = PROVIDERS[c.provider](c, retries=0)
+    hour = hour_floor(utc_now()) - 2 * HOUR
+    fetched = client.fetch_hours(zone, hour, hour + HOUR)
     if fetched.failures:
         failure = fetched.failures[0]
         status = f"HTTP {failure['status']}: " if failure.get("status") else ""
@@ -154,7 +151,9 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
             checks.append(_probe(f"cluster {cluster.name}: kubernetes API",
                                  lambda cluster=cluster: _kubernetes(cluster, timeout_s)))
     provider = settings.carbon.provider
-    if provider in ("electricitymaps", "wattnet"):
+    from pipelines.sources.carbon import PROVIDERS, HttpCarbonClient
+
+    if issubclass(PROVIDERS[provider], HttpCarbonClient):  # the API providers answer a cheap question
         zone = _carbon_zone(settings)
         checks.append(_probe(f"carbon: {provider}", lambda: _carbon(settings, zone, timeout_s)))
     else:

@@ -10,27 +10,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pipelines import PROJECT_ROOT
-from pipelines.days import DateError, check_range, format_ranges, raw_hours, record_first_day, utc_today
+from pipelines.days import DateError, check_range, format_ranges, newest_day, raw_hours, record_first_day
 from pipelines.report.cli import add_report_parser, cmd_report, report_path_for
+from pipelines.runs import RunFailed, error_line, materialize_days
 from pipelines.settings import Settings, SettingsError, load_settings
+from pipelines.timeutil import days_inclusive
 
 EXIT_USAGE = 2  # bad arguments, dates or settings: nothing was done
 EXIT_FAILED = 1  # the work started and failed
-
-
-class RunFailed(Exception):
-    """A job failed; the message is one line."""
 
 
 def _parse_date(value: str) -> date:
@@ -38,106 +34,6 @@ def _parse_date(value: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
-
-
-# --- running the jobs ---------------------------------------------------------------------------------------
-
-def materialize_days(settings: Settings, start: date, end: date, cluster: str | None = None,
-                     reporter: Any = None, extract: bool = True) -> dict[str, float]:
-    """Run reference → hourly extract (one run over the range; skipped with `extract=False`) → daily build +
-    checks + publish, through the same Dagster jobs the schedules use. `end` is inclusive. The caller checks the
-    dates first (pipelines.days.check_range)."""
-    from pipelines.progress import Reporter, capture_stdout, observe_landing, run_logger_def
-
-    reporter = reporter or Reporter()
-    reporter.start_stage("setup")
-    if cluster is not None:
-        settings.cluster(cluster)  # fail early with the list of configured clusters
-    for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
-        folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
-    record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
-
-    from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
-    from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
-    from pipelines.dagster_defs.resources import pinned_run_config
-    from pipelines.definitions import build_definitions
-    from pipelines.reference_inputs import record_reference, reference_is_current
-
-    instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
-    defs = build_definitions(settings)
-    own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
-    pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with
-    logger = run_logger_def()
-    days = (end - start).days + 1
-    clusters = 1 if cluster else len(settings.clusters)
-    observer = reporter.observer
-    if observer is not None:
-        observer.expect(hours=days * 24 * clusters, days=days)
-    reporter.set_status("setup", "ok", "Dagster instance and definitions")
-    reporter.finish_stage()
-
-    def run(job_name: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
-            partition_key: str | None = None) -> None:
-        job = defs.resolve_job_def(job_name).with_logger_defs({"kubeledger": logger})
-        config = {**(run_config or {}), **pinned, "loggers": {"kubeledger": {}}}
-        with capture_stdout(), observe_landing(observer.landed if observer else (lambda _r: None)):
-            result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})},
-                                            run_config=config, partition_key=partition_key, raise_on_error=False)
-        reporter.finish_stage()
-        if not result.success:
-            raise RunFailed(_failure_line(job_name, result))
-
-    first, last = start.isoformat(), end.isoformat()
-    if reference_is_current(settings):  # seeds and price files unchanged since the last good reference run
-        reporter.start_stage("reference")
-        reporter.set_status("reference", "skipped", "inputs unchanged since the last run")
-        reporter.finish_stage()
-    else:
-        run("reference")
-        record_reference(settings)
-    if extract:
-        run("extract_hourly", tags={RANGE_START_TAG: f"{first}-00:00", RANGE_END_TAG: f"{last}-23:00"},
-            run_config={"ops": {"raw_metrics": {"config": {"cluster": cluster}}}})
-    config = {"ops": {"dbt_daily": {"config": {"cluster": cluster}}}}
-    cluster_tags = {"kubeledger/cluster": cluster} if cluster else {}
-    if start == end:
-        run("daily_warehouse", partition_key=first, run_config=config, tags=cluster_tags or None)
-    else:
-        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags}, run_config=config)
-    return dict(reporter.timings)
-
-
-DBT_FAILED_RE = re.compile(r"The dbt CLI process with command\s+`\S+ (\w+).*?failed with exit code `(\d+)`", re.S)
-
-
-def _error_line(message: str) -> str:
-    """The first line of an error, without the exception's module path; dbt's failures said in a few words."""
-    dbt = DBT_FAILED_RE.search(message)
-    if dbt:
-        return f"dbt {dbt.group(1)} failed (exit code {dbt.group(2)})"
-    lines = [ln for ln in message.strip().splitlines() if ln.strip()]
-    first = re.sub(r"^[\w.]+\.(\w+(Error|Exception)): ", r"\1: ", lines[0]) if lines else "failed"
-    return first[:300]
-
-
-def _failure_line(job_name: str, result: Any) -> str:
-    """One line: the failed step and its error, the checks that failed, and whether anything was published."""
-    parts = []
-    published = False
-    for event in result.all_events:
-        if event.event_type_value == "STEP_FAILURE":
-            error = event.step_failure_data.error
-            parts.append(f"step {event.step_key}: {_error_line(error.message if error else '')}")
-        elif event.event_type_value == "STEP_SUCCESS" and (event.step_key or "").startswith("serving"):
-            published = True
-    failed = [e for e in result.get_asset_check_evaluations()
-              if not e.passed and getattr(e.severity, "value", "ERROR") != "WARN"]
-    if failed:
-        parts.append(f"{len(failed)} failed check{'s' if len(failed) != 1 else ''}: "
-                     + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}" for c in failed[:5]))
-    if job_name == "daily_warehouse" and not published:
-        parts.append("nothing was published (the serving copy is unchanged)")
-    return f"job {job_name} failed" + (f": {'; '.join(parts)}" if parts else "")
 
 
 # --- commands -----------------------------------------------------------------------------------------------
@@ -194,7 +90,7 @@ def _work(args: argparse.Namespace, settings: Settings, argv: list[str], header:
         from pipelines.dagster_defs.instance import InstanceError
 
         logging.getLogger("kubeledger.cli").exception("failed")
-        what = _error_line(str(exc)) if str(exc).strip() else type(exc).__name__
+        what = error_line(str(exc)) if str(exc).strip() else type(exc).__name__
         session.close(what if isinstance(exc, InstanceError) else f"{type(exc).__name__}: {what}")
         return EXIT_FAILED
     session.close()
@@ -206,7 +102,7 @@ def _cluster_label(settings: Settings, cluster: str | None) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
-    day = args.date or (utc_today() - timedelta(days=1))
+    day = args.date or newest_day()
     check_range(settings, day, day, flags=("--date", "--date"))
 
     def body(session: Session) -> None:
@@ -257,7 +153,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, argv: list[str]) -
     except duckdb.Error as exc:
         raise DateError(f"cannot read the raw rows in {settings.warehouse_path} ({str(exc).splitlines()[0]}); "
                         "is another kubeledger run writing? try again when it is done") from exc
-    wanted = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    wanted = days_inclusive(args.start, args.end)
     missing = {c: [d for d in wanted if not (landed or {}).get((c, d))] for c in clusters}
     missing = {c: days for c, days in missing.items() if days}
     if missing:

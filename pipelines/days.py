@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 from pipelines.settings import Settings
+from pipelines.timeutil import days_window, utc_today
 
 START_ENV = "KUBELEDGER_PARTITIONS_START"
 DEFAULT_LOOKBACK_DAYS = 35
@@ -37,10 +38,6 @@ class FirstDay:
     day: date
     why: str  # where it comes from, for messages
     recordable: bool = False  # a computed default that the first run records
-
-
-def utc_today() -> date:
-    return datetime.now(UTC).date()
 
 
 def state_dir(settings: Settings) -> Path:
@@ -185,8 +182,7 @@ def raw_hours(settings: Settings, start: date, end: date, cluster: str | None = 
             rows = con.execute(
                 "select cluster, cast(hour_ts as date), count(distinct hour_ts) from raw.node_hours "
                 "where hour_ts >= ? and hour_ts < ? and (? is null or cluster = ?) group by 1, 2",
-                [datetime(start.year, start.month, start.day),
-                 datetime(end.year, end.month, end.day) + timedelta(days=1), cluster, cluster]).fetchall()
+                [*days_window(start, end), cluster, cluster]).fetchall()
         except duckdb.CatalogException:
             return None
     finally:

@@ -11,8 +11,8 @@ import warnings
 
 import dagster as dg
 
+from pipelines.dagster_defs.dbt_args import warehouse_env
 from pipelines.settings import Settings, load_settings
-from pipelines.steps import warehouse_env
 
 # Partitioned asset checks and backfill policies are Dagster beta/preview features we rely on on purpose.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -23,7 +23,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
     settings = settings or load_settings(config_path)
 
     from pipelines import DBT_PROJECT_DIR, dbt_executable
-    from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_reference_assets
+    from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_lookups_assets, dbt_reference_assets
     from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
     from pipelines.dagster_defs.assets_report import serving_report
     from pipelines.dagster_defs.assets_serving import serving_warehouse
@@ -42,7 +42,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
 
     # the asset decorators use template partitions: move them to this configuration's first day
     first = first_day(settings).day
-    assets = with_first_day([*extract_assets, raw_pricing, dbt_reference_assets, dbt_daily_assets,
+    assets = with_first_day([*extract_assets, raw_pricing, dbt_reference_assets, dbt_lookups_assets, dbt_daily_assets,
                              serving_warehouse, serving_report], first)
     checks = with_first_day(quality_checks, first)
 

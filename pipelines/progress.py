@@ -223,9 +223,9 @@ def capture_stdout() -> Iterator[None]:
 
 @contextmanager
 def observe_landing(callback: Callable[[Any], None]) -> Iterator[None]:
-    """Call `callback(result)` after each landing write of this process (pipelines.steps.land), read-only: the
-    extract steps land their hours in chunks, and this is how the progress display counts them."""
-    from pipelines import steps
+    """Call `callback(result)` after each landing write of this process (pipelines.sources.base.land), read-only:
+    the extract steps land their hours in chunks, and this is how the progress display counts them."""
+    from pipelines.sources import base as steps
 
     original = steps.land
 
@@ -251,8 +251,8 @@ def stage_of(job_name: str, step_key: str) -> str:
         return "reference"
     if job_name == "extract_hourly":
         return "extract"
-    if step_key == "dbt_daily":
-        return "transform"
+    if step_key in ("dbt_lookups", "raw__carbon_intensity_hours", "raw__boavizta_impacts", "dbt_daily"):
+        return "transform"  # the daily build: dbt lookups, the two extracts that read them, the rest of dbt
     if step_key.startswith("serving"):
         return "publish"
     return "checks"
@@ -267,7 +267,8 @@ class Observer(logging.Handler):
         self.hours: set[tuple[str, Any]] = set()
         self.expected_hours = 0
         self.days = 0
-        self.dbt_done: set[int] = set()
+        self.dbt_done: set[tuple[int, int]] = set()  # (dbt call, node number): the daily build makes two calls
+        self.dbt_totals: list[int] = []
         self.dbt_total = 0
         self.models = 0
         self.tests = {"PASS": 0, "WARN": 0, "FAIL": 0, "ERROR": 0}
@@ -356,9 +357,14 @@ class Observer(logging.Handler):
         if node:
             number, total, status, rest = int(node.group(1)), int(node.group(2)), node.group(3), node.group(4)
             if r.current == "transform":
-                self.dbt_total = total
+                if not self.dbt_totals or (number == 1 and status == "START"
+                                           and any(c == len(self.dbt_totals) - 1 for c, _ in self.dbt_done)):
+                    self.dbt_totals.append(total)  # a new dbt call (its node numbers restart at 1)
+                self.dbt_totals[-1] = total
+                self.dbt_total = sum(self.dbt_totals)
+                total = self.dbt_total
                 if status != "START":
-                    self.dbt_done.add(number)
+                    self.dbt_done.add((len(self.dbt_totals) - 1, number))
                     if status == "OK" and " model " in f" {rest} ":
                         self.models += 1
                     elif status in self.tests:

@@ -42,7 +42,6 @@ PROVIDERS = ("aws", "gcp", "azure", "alibaba", "oracle", "ovhcloud", "scaleway",
 
 # Keys below are written with `clusters[]` for any cluster index.
 CHOICES: dict[str, tuple[str, ...]] = {
-    "clusters[].source": ("demo", "prometheus"),
     "clusters[].provider": PROVIDERS,
     "carbon.emission_factor_type": ("lifecycle", "direct"),
     "pricing.custom_convention": ("hourly", "monthly"),
@@ -55,15 +54,26 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def carbon_provider_choices() -> tuple[str, ...]:
-    """The allowed values of `carbon.provider`. Called while a file is validated, never at import, so the list
-    may come from a module that itself imports the settings."""
-    return ("demo", "electricitymaps", "wattnet", "none")
+    """The allowed values of `carbon.provider`: the carbon provider registry's names. Called while a file is
+    validated, never at import (the registry's modules import the settings)."""
+    from pipelines.sources.carbon.providers import PROVIDER_NAMES
+
+    return tuple(PROVIDER_NAMES)
+
+
+def metrics_source_choices() -> tuple[str, ...]:
+    """The allowed values of `clusters[].source`: the metrics source registry's names (lazily, as above)."""
+    from pipelines.sources.metrics import METRICS_SOURCES
+
+    return tuple(METRICS_SOURCES)
 
 
 def choices(key: str) -> tuple[str, ...] | None:
     """The allowed values of the text key `key` (written with `clusters[]`), or None when any text goes."""
     if key == "carbon.provider":
         return carbon_provider_choices()
+    if key == "clusters[].source":
+        return metrics_source_choices()
     return CHOICES.get(key)
 
 

@@ -30,12 +30,17 @@ import yaml
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from pipelines import DBT_PROJECT_DIR, dbt_executable
-from pipelines.dagster_defs.dbt_args import DAILY_BUILD_EXCLUDES_UNIT_TESTS, daily_build_args, parse_args
+from pipelines.dagster_defs.dbt_args import (
+    DAILY_BUILD_EXCLUDES_UNIT_TESTS,
+    daily_build_args,
+    dbt_vars,
+    parse_args,
+)
 from pipelines.dagster_defs.partitions import daily_partitions
-from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
 from pipelines.settings import DEFAULT_CONFIG_NAME, Settings, SettingsError, load_settings
-from pipelines.steps import dbt_vars
+from pipelines.warehouse.lookups import LOOKUPS_MODEL
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
@@ -248,19 +253,38 @@ def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource,
 class DailyBuildConfig(dg.Config):
     # dbt unit tests are CI's and development's (tests/integration/test_dbt_unit_tests.py); False runs them too
     exclude_unit_tests: bool = DAILY_BUILD_EXCLUDES_UNIT_TESTS
-    cluster: str | None = None  # rebuild one cluster only (kubeledger materialize --cluster)
 
 
-@dbt_assets(manifest=MANIFEST, exclude="resource_type:seed", name="dbt_daily", project=dbt_project,
-            partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
+def _daily_build(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+                 config: DailyBuildConfig, asset_name: str):
+    """`dbt build` of the run's partition window (a range in backfills) for the run's cluster selection."""
+    window = context.partition_time_window  # never partition_key: a backfill range has no single key
+    variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=run_cluster(context))
+    args = daily_build_args(variables, exclude_unit_tests=config.exclude_unit_tests)
+    yield from _dbt_call(context, dbt, args, kubeledger.settings, asset_name)
+
+
+# dbt → Python → dbt: the lookups (and the models they derive from) are built first; the carbon-intensity and
+# Boavizta extracts read them; the daily build then builds everything else of the window.
+LOOKUPS_SELECT = f"+{LOOKUPS_MODEL}"
+
+
+@dbt_assets(manifest=MANIFEST, select=LOOKUPS_SELECT, exclude="resource_type:seed", name="dbt_lookups",
+            project=dbt_project, partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
+            dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
+def dbt_lookups_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+                       config: DailyBuildConfig):
+    """The enriched nodes of the window and what they need from outside sources (carbon zones, instance keys)."""
+    yield from _daily_build(context, dbt, kubeledger, config, "dbt_lookups")
+
+
+@dbt_assets(manifest=MANIFEST, exclude=f"resource_type:seed {LOOKUPS_SELECT}", name="dbt_daily",
+            project=dbt_project, partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
             dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
 def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
                      config: DailyBuildConfig):
-    """staging → intermediate → marts for the days of the run's partition window (a range in backfills)."""
-    window = context.partition_time_window  # never partition_key: a backfill range has no single key
-    variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=config.cluster)
-    args = daily_build_args(variables, exclude_unit_tests=config.exclude_unit_tests)
-    yield from _dbt_call(context, dbt, args, kubeledger.settings, "dbt_daily")
+    """staging → intermediate → marts for the days of the run's partition window, after the lookups."""
+    yield from _daily_build(context, dbt, kubeledger, config, "dbt_daily")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,24 @@
-"""Hourly extract assets: one writer per raw source. A range backfill runs as one run over its hours."""
+"""Extract assets: one writer per raw source.
+
+Metrics and the Kubernetes snapshot are hourly (a range backfill runs as one run over its hours). Carbon intensity
+and Boavizta impacts are daily, in the daily build: they fetch what dbt's `int_nodes_required_lookups` (the
+dbt_lookups asset, built first for the same window) says the nodes need, before dbt builds the rest.
+Every asset honours the run's cluster selection (resources.CLUSTER_TAG).
+"""
 
 
 import dagster as dg
 
-from pipelines import steps
-from pipelines.dagster_defs.partitions import hourly_partitions
-from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
+from pipelines.dagster_defs.partitions import daily_partitions, hourly_partitions
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_clusters
+from pipelines.sources.boavizta import extract_boavizta_impacts
+from pipelines.sources.carbon.extract import extract_carbon
+from pipelines.sources.kubernetes import extract_kubernetes
+from pipelines.sources.metrics import extract_metrics
+from pipelines.sources.pricing import PRICE_TABLES, load_pricing
+from pipelines.timeutil import hours_between
 from pipelines.warehouse.landing import METRICS_TABLES
+from pipelines.warehouse.lookups import LOOKUPS_MODEL
 
 EXTRACT_KWARGS = dict(
     partitions_def=hourly_partitions,
@@ -15,20 +27,15 @@ EXTRACT_KWARGS = dict(
     group_name="extract",
     kinds={"python", "duckdb"},
 )
-
-
-class ExtractConfig(dg.Config):
-    cluster: str | None = None  # extract one configured cluster only (kubeledger materialize --cluster)
-
-
-def _clusters(kubeledger: KubeledgerResource, config: ExtractConfig) -> list:
-    settings = kubeledger.settings
-    return [settings.cluster(config.cluster)] if config.cluster else list(settings.clusters)
+LOOKUPS_KEY = dg.AssetKey(["intermediate", LOOKUPS_MODEL])
+LOOKUP_EXTRACT_KWARGS = dict(
+    EXTRACT_KWARGS, partitions_def=daily_partitions, group_name="lookups", deps=[LOOKUPS_KEY],
+)
 
 
 def _hours(context: dg.AssetExecutionContext) -> list:
-    window = context.partition_time_window
-    return steps.hours_between(window.start, window.end)
+    window = context.partition_time_window  # never partition_key: a backfill range has no single key
+    return hours_between(window.start, window.end)
 
 
 METRICS_KEYS = [["raw", t] for t in METRICS_TABLES]
@@ -41,11 +48,11 @@ METRICS_KEYS = [["raw", t] for t in METRICS_TABLES]
            for k in METRICS_KEYS],
     partitions_def=hourly_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL,
 )
-def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource, config: ExtractConfig):
+def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
     """Prometheus (cAdvisor + kube-state-metrics) or demo metrics for every cluster and hour of the run."""
     hours = _hours(context)
     with kubeledger.connect() as con:
-        summary = steps.extract_metrics(kubeledger.settings, con, hours, _clusters(kubeledger, config))
+        summary = extract_metrics(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:
@@ -64,20 +71,21 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
 def raw_kubernetes(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
     hours = _hours(context)
     with kubeledger.connect() as con:
-        summary = steps.extract_kubernetes(kubeledger.settings, con, hours)
+        summary = extract_kubernetes(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     return dg.MaterializeResult(metadata={"rows": summary["rows"], "skipped_hours": summary["skipped_hours"],
                                           "warnings": dg.MetadataValue.json(summary["warnings"][:50])})
 
 
-@dg.asset(key=["raw", "carbon_intensity_hours"], deps=[["raw", "node_hours"]],
-          description="Hourly grid carbon intensity per zone (Electricity Maps, Wattnet or demo) into "
-          "raw.carbon_intensity_hours; cached, outages fall back in the models.", **EXTRACT_KWARGS)
+@dg.asset(key=["raw", "carbon_intensity_hours"],
+          description="Hourly grid carbon intensity for the zones the nodes need (int_nodes_required_lookups) from "
+          "the configured provider into raw.carbon_intensity_hours; cached, outages fall back in the models.",
+          **LOOKUP_EXTRACT_KWARGS)
 def raw_carbon_intensity(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
     hours = _hours(context)
     with kubeledger.connect() as con:
-        summary = steps.extract_carbon(kubeledger.settings, con, hours)
+        summary = extract_carbon(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
     for failure in summary.get("failures", [])[:20]:
         context.log.warning(f"carbon intensity fallback: {failure}")
     return dg.MaterializeResult(metadata={
@@ -86,18 +94,18 @@ def raw_carbon_intensity(context: dg.AssetExecutionContext, kubeledger: Kubeledg
     })
 
 
-@dg.asset(key=["raw", "boavizta_impacts"], deps=[["raw", "node_hours"]],
-          description="Embodied impacts per (provider, instance type) from the Boavizta API or the bundled table, "
-          "cached in raw.boavizta_impacts.", **EXTRACT_KWARGS)
+@dg.asset(key=["raw", "boavizta_impacts"],
+          description="Embodied impacts per (provider, instance type) the nodes need (int_nodes_required_lookups) "
+          "from the Boavizta API or the bundled table, cached in raw.boavizta_impacts.", **LOOKUP_EXTRACT_KWARGS)
 def raw_boavizta(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
-    hours = _hours(context)
+    # the lookups model is already restricted to the run's window and cluster
     with kubeledger.connect() as con:
-        summary = steps.extract_boavizta_impacts(kubeledger.settings, con, hours)
+        summary = extract_boavizta_impacts(kubeledger.settings, con)
     return dg.MaterializeResult(metadata={"rows": summary["rows"], "instance_types": summary.get("keys", 0),
                                           "failures": dg.MetadataValue.json(summary.get("failures", [])[:50])})
 
 
-PRICING_KEYS = [["raw", t] for t in ("price_sheet", "price_node_csv", "price_custom")]
+PRICING_KEYS = [["raw", t] for t in PRICE_TABLES]
 
 
 @dg.multi_asset(
@@ -109,7 +117,7 @@ PRICING_KEYS = [["raw", t] for t in ("price_sheet", "price_node_csv", "price_cus
 def raw_pricing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
     """Validated user price files (instance sheet, Kubecost CSV, OpenCost custom JSON)."""
     with kubeledger.connect() as con:
-        summary = steps.load_pricing(kubeledger.settings, con)
+        summary = load_pricing(kubeledger.settings, con)
     for key in PRICING_KEYS:
         files = [f for f in summary["files"] if f["table"] == key[1]]
         yield dg.MaterializeResult(asset_key=key, metadata={"files": dg.MetadataValue.json(files)})

@@ -6,8 +6,9 @@ import dagster as dg
 from pipelines.dagster_defs.instance import prune_runs
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
-from pipelines.steps import prune_raw
+from pipelines.timeutil import DAY, days_of_window
 from pipelines.warehouse.publish import export_parquet, folder_size, publish_serving_copy
+from pipelines.warehouse.retention import prune_raw
 
 MART_KEYS = [["marts", name] for name in (
     "fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
@@ -22,11 +23,7 @@ MART_KEYS = [["marts", name] for name in (
 def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
     settings = kubeledger.settings
     window = context.partition_time_window
-    days = []
-    day = window.start.date()
-    while day < window.end.date():
-        days.append(day)
-        day = day.fromordinal(day.toordinal() + 1)
+    days = days_of_window(window.start, window.end)
     published = publish_serving_copy(settings.warehouse_path, settings.serving_path)
     parquet = export_parquet(settings.warehouse_path, settings.parquet_path, days)
     with kubeledger.connect() as con:
@@ -36,7 +33,7 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
         totals = con.execute(
             "select count(*), sum(hours_covered), sum(total_cost), sum(energy_kwh), sum(co2e_total_g), "
             "avg(co2e_estimated_share) from marts.fct_cluster_daily where usage_date >= ? and usage_date < ?",
-            [window.start.date(), window.end.date()]).fetchone()
+            [days[0], days[-1] + DAY]).fetchone()
     # Dagster's run storage is bounded the same way: runs past retention go (never a day's latest build)
     runs_pruned = prune_runs(context.instance, settings.warehouse.raw_retention_days)
     return dg.MaterializeResult(metadata={

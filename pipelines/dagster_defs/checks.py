@@ -7,17 +7,19 @@ from datetime import date
 import dagster as dg
 
 from pipelines.dagster_defs.partitions import daily_partitions
-from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
+from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
+from pipelines.timeutil import DAY, days_of_window
 
 CLUSTER_DAILY = dg.AssetKey(["marts", "fct_cluster_daily"])
 ALLOCATION_DAILY = dg.AssetKey(["marts", "fct_allocation_daily"])
 NODE_ENERGY_DAILY = dg.AssetKey(["marts", "fct_node_energy_daily"])
-CLUSTER_TAG = "kubeledger/cluster"
 
 
 def _days(context: dg.AssetCheckExecutionContext) -> tuple[date, date]:
+    """[first day, day after the last) of the check's partition window, for `usage_date >= ? and < ?`."""
     window = context.op_execution_context.partition_time_window
-    return window.start.date(), window.end.date()
+    days = days_of_window(window.start, window.end)
+    return days[0], days[-1] + DAY
 
 
 @dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions, pool=WRITER_POOL,
@@ -30,7 +32,7 @@ def hour_coverage(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledger
         clusters = con.execute(
             "select usage_date, cluster, hour_coverage from marts.fct_cluster_daily "
             "where usage_date >= ? and usage_date < ? order by 1, 2", [start, end]).fetchall()
-        only = context.run.tags.get(CLUSTER_TAG)  # kubeledger materialize --cluster builds one cluster
+        only = run_cluster(context.op_execution_context)  # kubeledger materialize --cluster builds one cluster
         expected = {only} if only else {c.name for c in kubeledger.settings.clusters}
     clusters = [r for r in clusters if r[1] in expected]
     low = [f"{d} {c}: {cov:.2%}" for d, c, cov in clusters if cov < threshold]

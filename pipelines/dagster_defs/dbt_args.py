@@ -1,9 +1,15 @@
-"""The dbt command lines of the dbt assets, as pure functions (unit-tested without dbt or Dagster)."""
+"""The dbt command lines, vars and environment of the dbt assets, as pure functions (unit-tested without dbt or
+Dagster)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipelines.settings import Settings
 
 # Scheduled, CLI and backfill builds skip the dbt unit tests: formula tests on fixed fixtures belong to CI and
 # development (tests/integration/test_dbt_unit_tests.py), and must not stop a production day.
@@ -25,3 +31,40 @@ def parse_args(project_dir: str, target_dir: str) -> list[str]:
     outside the project folder (which may be read-only)."""
     return ["parse", "--quiet", "--project-dir", project_dir, "--profiles-dir", project_dir,
             "--target-path", target_dir, "--log-path", target_dir]
+
+
+def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
+             cluster: str | None = None) -> dict[str, Any]:
+    """The dbt vars for a build of [start, end) (naive UTC): the window, the one cluster selected (None = all) and
+    the configured policy."""
+    return {
+        "min_ts": start.strftime("%Y-%m-%d %H:%M:%S") if start else None,
+        "max_ts": end.strftime("%Y-%m-%d %H:%M:%S") if end else None,
+        "cluster": cluster,
+        "clusters": {
+            c.name: {"provider": c.provider, "region": c.region, "carbon_zone": c.carbon_zone, "pue": c.pue}
+            for c in settings.clusters
+        },
+        "carbon_provider": settings.carbon.provider,
+        "carbon_zone_label": settings.energy.carbon_zone_label,
+        "default_intensity_g_per_kwh": settings.energy.default_intensity_g_per_kwh,
+        "pue_source": settings.energy.pue_source,
+        "energy_memory": settings.energy.memory,
+        "energy_gpu": settings.energy.gpu,
+        "energy_storage": settings.energy.storage,
+        "cpu_discount_pct": settings.pricing.cpu_discount_pct,
+        "ram_discount_pct": settings.pricing.ram_discount_pct,
+        "cluster_management_fee_per_hour": settings.pricing.cluster_management_fee_per_hour,
+        # whole sections as the settings hold them (lists for tuples): the models read the same names
+        "sharing": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(settings.sharing).items()},
+        "recommendations": dataclasses.asdict(settings.recommendations),
+    }
+
+
+def warehouse_env(settings: Settings) -> dict[str, str]:
+    """Environment for dbt: the profile reads the warehouse path from it."""
+    return {
+        "KUBELEDGER_WAREHOUSE": str(settings.warehouse_path),
+        "KUBELEDGER_DUCKDB_MEMORY": settings.warehouse.memory_limit,
+        "DO_NOT_TRACK": "1",
+    }

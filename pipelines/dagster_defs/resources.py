@@ -14,13 +14,27 @@ import dagster as dg
 import duckdb
 from pydantic import PrivateAttr
 
-from pipelines.settings import Settings, load_settings, settings_from_json, settings_to_json
-from pipelines.steps import open_warehouse
+from pipelines.settings import ClusterSettings, Settings, load_settings, settings_from_json, settings_to_json
+from pipelines.warehouse.connection import open_warehouse
 
 # DuckDB allows one process at a time on the file (a read-only open fails while another process writes): every
 # asset and asset check that opens the warehouse takes a slot of this pool (limit 1 in dagster_home/dagster*.yaml).
 WRITER_POOL = "duckdb_writer"
 SNAPSHOT_DAYS_KEPT = 7
+# The one channel of a cluster selection (kubeledger materialize --cluster): a run tag every extract, dbt asset
+# and check of the run reads; absent = every configured cluster.
+CLUSTER_TAG = "kubeledger/cluster"
+
+
+def run_cluster(context: dg.OpExecutionContext | dg.AssetExecutionContext) -> str | None:
+    """The cluster the run is restricted to, or None for all."""
+    return context.run.tags.get(CLUSTER_TAG) or None
+
+
+def run_clusters(context: dg.OpExecutionContext | dg.AssetExecutionContext, settings: Settings) -> list[ClusterSettings]:
+    """The configured clusters the run covers (a selected cluster must be configured)."""
+    only = run_cluster(context)
+    return [settings.cluster(only)] if only else list(settings.clusters)
 
 
 def run_settings_dir(settings: Settings) -> Path:

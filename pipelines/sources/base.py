@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+import duckdb
 import pandas as pd
+
+from pipelines.timeutil import hour_floor
+from pipelines.warehouse.landing import replace_partitions
 
 # Optional series families: extraction goes on without them, but a feature falls back. The metrics sources land
 # one raw.metric_coverage_hours row per (cluster, hour, metric) for each (series_count 0 = absent), so the models
@@ -43,5 +46,12 @@ class ExtractResult:
         return sum(len(f) for f in self.batches.values())
 
 
-def hour_floor(ts: datetime) -> datetime:
-    return ts.replace(minute=0, second=0, microsecond=0)
+def land(con: duckdb.DuckDBPyConnection, result: ExtractResult) -> dict[str, int]:
+    """Write an extract's rows, replacing its partitions; rows written per table. Every extract lands through
+    this one function (called as `base.land`, so the CLI's progress display can observe it)."""
+    if not result.partitions:
+        return {}
+    return replace_partitions(con, result.batches, result.partitions)
+
+
+__all__ = ["COVERAGE_COLS", "COVERAGE_TABLE", "OPTIONAL_SERIES", "ExtractResult", "SourceError", "hour_floor", "land"]

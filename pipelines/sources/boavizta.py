@@ -18,8 +18,10 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from pipelines.settings import BoaviztaSettings
+from pipelines.settings import BoaviztaSettings, Settings
+from pipelines.warehouse.lookups import BOAVIZTA_INSTANCE, required_lookups
 
+from . import base
 from .base import ExtractResult
 
 log = logging.getLogger(__name__)
@@ -205,3 +207,14 @@ def extract_boavizta(
         "seconds": round(time.monotonic() - t0, 3),
     }
     return ExtractResult(batches={TABLE: frame}, partitions=partitions, metadata=metadata)
+
+
+def extract_boavizta_impacts(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Fetch embodied impacts once per (provider, Boavizta instance key) the window's nodes need (dbt's
+    int_nodes_required_lookups); cached in raw.boavizta_impacts."""
+    keys = [(p, k) for p, k in required_lookups(con, BOAVIZTA_INSTANCE) if p]
+    if not keys:
+        return {"rows": 0, "keys": 0}
+    result = extract_boavizta(settings.boavizta, keys, con=con)
+    written = base.land(con, result)
+    return {"rows": sum(written.values()), "keys": len(keys), "failures": result.metadata.get("failures", [])}

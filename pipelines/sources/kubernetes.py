@@ -25,21 +25,24 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import duckdb
 import pandas as pd
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from pipelines.settings import ClusterSettings
+from pipelines.settings import ClusterSettings, Settings
+from pipelines.timeutil import hour_floor, utc_now
 
-from .base import ExtractResult, SourceError, hour_floor
+from . import base
+from .base import ExtractResult, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -392,8 +395,6 @@ def extract_kubernetes_snapshot(
     A caller-supplied `api_client` keeps its own urllib3 retry policy (the default one already sleeps
     through a few 429 Retry-After answers before ours sees them).
     """
-    if hour.tzinfo is not None:
-        hour = hour.astimezone(UTC).replace(tzinfo=None)
     hour_ts = hour_floor(hour)
     owns_client = api_client is None
     api = api_client or build_api_client(cluster)
@@ -447,3 +448,26 @@ def extract_kubernetes_snapshot(
             "seconds": round(time.monotonic() - started, 3),
         },
     )
+
+
+SNAPSHOT_REACH = timedelta(hours=2)  # the API only knows "now": older hours keep what was landed then
+
+
+def extract_kubernetes(settings: Settings, con: duckdb.DuckDBPyConnection, hours: list[datetime],
+                       clusters: Iterable[ClusterSettings] | None = None,
+                       now: datetime | None = None) -> dict[str, Any]:
+    """Snapshot the Kubernetes API for the clusters that enable it. Only the current and previous hour are
+    snapshotted; older hours keep what was landed then (metrics carry the rest)."""
+    now = utc_now(now)
+    summary: dict[str, Any] = {"rows": 0, "skipped_hours": 0, "warnings": []}
+    for cluster in clusters or settings.clusters:
+        if not cluster.kubernetes.enabled:
+            continue
+        for hour in hours:
+            if now - hour > SNAPSHOT_REACH:
+                summary["skipped_hours"] += 1
+                continue
+            result = extract_kubernetes_snapshot(cluster, hour)
+            summary["rows"] += sum(base.land(con, result).values())
+            summary["warnings"].extend(result.metadata.get("warnings", []) or [])
+    return summary

@@ -30,15 +30,18 @@ import json
 import math
 import re
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 
-from pipelines.settings import PROVIDERS, file_problem
+from pipelines.settings import PROVIDERS, Settings, file_problem
+from pipelines.timeutil import utc_now
 
+from . import base
 from .base import ExtractResult
 
 HOURS_PER_MONTH = 730  # OpenCost's monthly convention
@@ -90,7 +93,7 @@ class PricingFileError(ValueError):
 # --- shared helpers -------------------------------------------------------------------------------------
 
 def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return utc_now()
 
 
 def _resolve(path: str | Path) -> Path:
@@ -394,3 +397,37 @@ def load_custom_prices(path: str | Path, convention: str = "hourly") -> ExtractR
         {"value_as_given": "float64", "hourly_value": "float64"},
         file, {"convention": convention, "skipped_keys": skipped, "empty_keys": empty, "warnings": warnings},
     )
+
+
+PRICE_TABLES = ("price_sheet", "price_node_csv", "price_custom")
+
+
+def load_pricing(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Validate and land the configured price files; a bad file raises PricingFileError naming file, line, field."""
+    summary: dict[str, Any] = {"files": []}
+    p = settings.pricing
+    loaded: list[tuple[str, ExtractResult]] = []
+    if p.instance_sheet:
+        loaded.append(("price_sheet", load_price_sheet(settings.resolve(p.instance_sheet))))
+    if p.node_csv:
+        loaded.append(("price_node_csv", load_node_price_csv(settings.resolve(p.node_csv))))
+    if p.custom_file:
+        loaded.append(("price_custom", load_custom_prices(settings.resolve(p.custom_file), p.custom_convention)))
+    con.execute("begin transaction")
+    try:
+        # files no longer configured are removed, so the warehouse reflects the current configuration
+        for table in PRICE_TABLES:
+            keep = [str(r.partitions[0]["source_file"]) for t, r in loaded if t == table and r.partitions]
+            if keep:
+                con.execute(f"delete from raw.{table} where source_file not in (select unnest(?))", [keep])  # noqa: S608
+            else:
+                con.execute(f"delete from raw.{table}")  # noqa: S608 - table names are fixed above
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    for table, result in loaded:
+        written = base.land(con, result)
+        summary["files"].append({"table": table, "rows": written.get(table, 0),
+                                 "file": str(result.partitions[0]["source_file"]) if result.partitions else None})
+    return summary

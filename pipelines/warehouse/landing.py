@@ -104,7 +104,3 @@ def replace_partitions(
         con.execute("rollback")
         raise
     return written
-
-
-def hour_partitions(cluster: str, hours: Iterable[datetime]) -> list[dict[str, Any]]:
-    return [{"cluster": cluster, "hour_ts": h} for h in hours]

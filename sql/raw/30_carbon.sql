@@ -1,4 +1,4 @@
--- Writer: pipelines/sources/carbon.py (Electricity Maps, Wattnet, or the demo curve).
+-- Writer: pipelines/sources/carbon/ (Electricity Maps, Wattnet, or the demo curve; providers.py lists them).
 -- Replaced per (provider, zone, hour_ts); a cache: re-runs do not re-fetch hours already landed.
 -- grain: one row per (provider, zone, hour_ts)
 create table if not exists raw.carbon_intensity_hours (

@@ -20,9 +20,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines import steps
 from pipelines.settings import ClusterSettings, PrometheusSettings, load_settings
 from pipelines.sources.base import OPTIONAL_SERIES, SourceError
+from pipelines.sources.metrics import extract_metrics
 from pipelines.sources.prometheus import MAX_CHUNK_HOURS, PrometheusClient, _plan, extract_prometheus_hours
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
@@ -237,7 +237,7 @@ clusters:
     settings = load_settings(str(cfg))
     con = duckdb.connect()
     ensure_raw_schema(con)
-    summary = steps.extract_metrics(settings, con, HOURS_LIST[:1])
+    summary = extract_metrics(settings, con, HOURS_LIST[:1])
     absent = summary["absent_series"][LEGACY]
     assert absent["kube_endpoint_address"] == [HOURS_LIST[0].isoformat()]
     assert any(w["cluster"] == LEGACY and "kube_endpoint_address absent" in w["warning"]

@@ -6,9 +6,9 @@ from datetime import UTC, date, datetime, timedelta
 import duckdb
 import pytest
 
-from pipelines import steps
-from pipelines.steps import HOURLY_RAW_TABLES, prune_raw
+from pipelines.warehouse import retention
 from pipelines.warehouse.connection import connect, ensure_raw_schema
+from pipelines.warehouse.retention import HOURLY_RAW_TABLES, prune_raw
 
 NEWEST = datetime(2026, 11, 30, 23)
 RETENTION = 35
@@ -116,7 +116,7 @@ def test_timezone_aware_newest_is_treated_as_utc(con):
 
 def test_a_failure_prunes_nothing(con, monkeypatch):
     # the last "table" does not exist: the deletes already done in the earlier tables must roll back
-    monkeypatch.setattr(steps, "HOURLY_RAW_TABLES", (*HOURLY_RAW_TABLES, "no_such_table"))
+    monkeypatch.setattr(retention, "HOURLY_RAW_TABLES", (*HOURLY_RAW_TABLES, "no_such_table"))
     with pytest.raises(duckdb.CatalogException):
         prune_raw(con, RETENTION, NEWEST)
     for table in HOURLY_RAW_TABLES:

@@ -1,0 +1,117 @@
+"""Running a day range through the Dagster jobs the schedules use (reference → hourly extract → daily build,
+checks and publish), in process, with one-line failures. The CLI's materialize, backfill, rebuild and demo
+commands call `materialize_days`."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from datetime import date
+from typing import Any
+
+from pipelines.days import record_first_day
+from pipelines.settings import Settings
+from pipelines.timeutil import days_inclusive
+
+
+class RunFailed(Exception):
+    """A job failed; the message is one line."""
+
+
+def materialize_days(settings: Settings, start: date, end: date, cluster: str | None = None,
+                     reporter: Any = None, extract: bool = True) -> dict[str, float]:
+    """Run reference → hourly extract (one run over the range; skipped with `extract=False`) → daily build +
+    checks + publish, through the same Dagster jobs the schedules use. `end` is inclusive. The caller checks the
+    dates first (pipelines.days.check_range)."""
+    from pipelines.progress import Reporter, capture_stdout, observe_landing, run_logger_def
+
+    reporter = reporter or Reporter()
+    reporter.start_stage("setup")
+    if cluster is not None:
+        settings.cluster(cluster)  # fail early with the list of configured clusters
+    for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
+        folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
+    record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
+
+    from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
+    from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
+    from pipelines.dagster_defs.resources import CLUSTER_TAG, pinned_run_config
+    from pipelines.definitions import build_definitions
+    from pipelines.reference_inputs import record_reference, reference_is_current
+    from pipelines.timeutil import daily_range_keys, hourly_range_keys
+
+    instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
+    defs = build_definitions(settings)
+    own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
+    pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with
+    logger = run_logger_def()
+    days = len(days_inclusive(start, end))
+    clusters = 1 if cluster else len(settings.clusters)
+    observer = reporter.observer
+    if observer is not None:
+        observer.expect(hours=days * 24 * clusters, days=days)
+    reporter.set_status("setup", "ok", "Dagster instance and definitions")
+    reporter.finish_stage()
+
+    def run(job_name: str, tags: dict[str, str] | None = None, partition_key: str | None = None) -> None:
+        job = defs.resolve_job_def(job_name).with_logger_defs({"kubeledger": logger})
+        config = {**pinned, "loggers": {"kubeledger": {}}}
+        with capture_stdout(), observe_landing(observer.landed if observer else (lambda _r: None)):
+            result = job.execute_in_process(instance=instance, tags={**own_tags, **(tags or {})},
+                                            run_config=config, partition_key=partition_key, raise_on_error=False)
+        reporter.finish_stage()
+        if not result.success:
+            raise RunFailed(_failure_line(job_name, result))
+
+    # the one channel of a cluster selection: a run tag every asset and check of the run reads
+    cluster_tags = {CLUSTER_TAG: cluster} if cluster else {}
+    if reference_is_current(settings):  # seeds and price files unchanged since the last good reference run
+        reporter.start_stage("reference")
+        reporter.set_status("reference", "skipped", "inputs unchanged since the last run")
+        reporter.finish_stage()
+    else:
+        run("reference")
+        record_reference(settings)
+    if extract:
+        first_hour, last_hour = hourly_range_keys(start, end)
+        run("extract_hourly", tags={RANGE_START_TAG: first_hour, RANGE_END_TAG: last_hour, **cluster_tags})
+    first, last = daily_range_keys(start, end)
+    if start == end:
+        run("daily_warehouse", partition_key=first, tags=cluster_tags or None)
+    else:
+        run("daily_warehouse", tags={RANGE_START_TAG: first, RANGE_END_TAG: last, **cluster_tags})
+    return dict(reporter.timings)
+
+
+DBT_FAILED_RE = re.compile(r"The dbt CLI process with command\s+`\S+ (\w+).*?failed with exit code `(\d+)`", re.S)
+
+
+def error_line(message: str) -> str:
+    """The first line of an error, without the exception's module path; dbt's failures said in a few words."""
+    dbt = DBT_FAILED_RE.search(message)
+    if dbt:
+        return f"dbt {dbt.group(1)} failed (exit code {dbt.group(2)})"
+    lines = [ln for ln in message.strip().splitlines() if ln.strip()]
+    first = re.sub(r"^[\w.]+\.(\w+(Error|Exception)): ", r"\1: ", lines[0]) if lines else "failed"
+    return first[:300]
+
+
+def _failure_line(job_name: str, result: Any) -> str:
+    """One line: the failed step and its error, the checks that failed, and whether anything was published."""
+    parts = []
+    published = False
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.step_failure_data.error
+            parts.append(f"step {event.step_key}: {error_line(error.message if error else '')}")
+        elif event.event_type_value == "STEP_SUCCESS" and (event.step_key or "").startswith("serving"):
+            published = True
+    failed = [e for e in result.get_asset_check_evaluations()
+              if not e.passed and getattr(e.severity, "value", "ERROR") != "WARN"]
+    if failed:
+        parts.append(f"{len(failed)} failed check{'s' if len(failed) != 1 else ''}: "
+                     + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}" for c in failed[:5]))
+    if job_name == "daily_warehouse" and not published:
+        parts.append("nothing was published (the serving copy is unchanged)")
+    return f"job {job_name} failed" + (f": {'; '.join(parts)}" if parts else "")

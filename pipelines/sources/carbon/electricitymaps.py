@@ -1,0 +1,63 @@
+"""Electricity Maps v3 past-range client; the token travels only in the `auth-token` header (SOURCES.md §6)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+from pipelines.timeutil import hour_floor
+
+from .http import HttpCarbonClient, ZoneFetch, iso, parse_ts
+
+if TYPE_CHECKING:
+    from pipelines.settings import CarbonSettings
+
+
+class ElectricityMapsClient(HttpCarbonClient):
+    name = "electricitymaps"
+    path = "carbon-intensity/past-range"
+    default_url = "https://api.electricitymap.org/v3/"
+    json_error = "response is not a JSON object"
+
+    def __init__(self, settings: CarbonSettings, *, retries: int = 4, backoff_factor: float = 1.0,
+                 session: requests.Session | None = None) -> None:
+        super().__init__(settings.base_url, settings.timeout_s, settings.verify_tls, retries, backoff_factor,
+                         session)
+        self.emission_factor_type = settings.emission_factor_type
+        token = settings.token()
+        if token:
+            self.headers["auth-token"] = token
+
+    def fetch_hours(self, zone: str, start: datetime, end: datetime) -> ZoneFetch:
+        """Hours in [start, end) for `zone`, in ≤ 10-day calls; estimated hours are kept (no disableEstimations)."""
+        out = ZoneFetch()
+        seen: dict[tuple[str, datetime], dict[str, Any]] = {}
+
+        def params(w_start: datetime, w_end: datetime) -> dict[str, str]:
+            return {"zone": zone, "start": iso(w_start), "end": iso(w_end),
+                    "emissionFactorType": self.emission_factor_type}
+
+        for w_start, w_end, body in self.fetch_windows(zone, start, end, out, params):
+            if not isinstance(body, dict):
+                out.failures.append(self.failure(zone, w_start, w_end, 200, self.json_error))
+                continue
+            for item in body.get("data") or []:
+                ts = hour_floor(parse_ts(item["datetime"]))
+                if not w_start <= ts < w_end:
+                    continue  # the API may include the end hour; the next window owns it
+                value = item.get("carbonIntensity")
+                row_zone = item.get("zone") or zone
+                seen[(row_zone, ts)] = {  # dedupe on (zone, datetime): the last answer wins
+                    "provider": self.name,
+                    "zone": row_zone,
+                    "hour_ts": ts,
+                    "carbon_intensity_g_per_kwh": None if value is None else float(value),
+                    "is_estimated": item.get("isEstimated"),
+                    "estimation_method": item.get("estimationMethod"),
+                    "emission_factor_type": item.get("emissionFactorType") or self.emission_factor_type,
+                    "coverage": 1.0,
+                }
+        out.rows = list(seen.values())
+        return out

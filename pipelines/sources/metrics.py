@@ -1,0 +1,62 @@
+"""The metrics step: each cluster's hourly metrics tables from its source (`clusters[].source`) into raw.*.
+
+Sources are looked up in one registry (name -> extractor of one cluster's hours), which the settings validation
+reads for the allowed `clusters[].source` values.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from pipelines.timeutil import chunks
+
+from . import base
+
+if TYPE_CHECKING:
+    from pipelines.settings import ClusterSettings, Settings
+
+# Metrics are landed in chunks of hours so memory stays bounded at any cluster size.
+LAND_CHUNK_HOURS = 6
+
+# source name -> "module:function" taking (cluster, hours) and returning an ExtractResult; imported on use so
+# a demo run never imports the Prometheus client (and the settings module can read the names cheaply)
+METRICS_SOURCES: dict[str, str] = {
+    "demo": "pipelines.sources.demo:extract_demo_hours",
+    "prometheus": "pipelines.sources.prometheus:extract_prometheus_hours",
+}
+
+
+def metrics_extractor(source: str) -> Callable[[ClusterSettings, list[datetime]], base.ExtractResult]:
+    module, function = METRICS_SOURCES[source].split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: list[datetime],
+                    clusters: Iterable[ClusterSettings] | None = None) -> dict[str, Any]:
+    """Land the metrics tables of every cluster for these hours. A failing hour-chunk writes nothing."""
+    summary: dict[str, Any] = {"rows": 0, "queries": 0, "warnings": [], "clusters": {}, "tables": {},
+                               "absent_series": {}}
+    for cluster in clusters or settings.clusters:
+        extract = metrics_extractor(cluster.source)
+        rows = 0
+        for chunk in chunks(hours, LAND_CHUNK_HOURS):
+            result = extract(cluster, chunk)
+            written = base.land(con, result)
+            rows += sum(written.values())
+            for table, n in written.items():
+                summary["tables"][table] = summary["tables"].get(table, 0) + n
+            summary["queries"] += int(result.metadata.get("queries", 0) or 0)
+            summary["warnings"].extend(result.metadata.get("warnings", []) or [])
+            # optional series checked and absent, per cluster: {metric: [hour, ...]}; warned where a feature needed it
+            summary["warnings"].extend({"cluster": cluster.name, "warning": w}
+                                       for w in result.metadata.get("absent_warnings", []) or [])
+            for metric, absent_hours in (result.metadata.get("absent_series") or {}).items():
+                summary["absent_series"].setdefault(cluster.name, {}).setdefault(metric, []).extend(absent_hours)
+        summary["clusters"][cluster.name] = rows
+        summary["rows"] += rows
+    return summary
