@@ -39,7 +39,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                                 'container, e.g. namespace:"payments"')
     p.add_argument("--sort", choices=("usd", "co2e", "kwh"), default="usd", help="order by this saving (default usd)")
     p.add_argument("--limit", type=int, default=None, help="at most this many rows")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (aligned text, default), json (one object per recommendation) or csv")
     return p
 
 
