@@ -29,9 +29,35 @@ from pipelines.sources.prometheus.frames import (
     prefixed,
     to_frame,
 )
+from pipelines.sources.prometheus.runner import Point
 from pipelines.timeutil import to_epoch
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2, "Succeeded": 3, "Failed": 3}
+_NO_UID = "kubeledger-none"  # matches no pod uid: the follow-up request of a chunk without such pods
+
+
+def follow_up_uids(results: Mapping[str, list[Point]], chunks: list[list[datetime]]) -> list[list[str]]:
+    """Per chunk, the pod uids whose run span the `running` request could not settle (query_plan.running):
+    running samples but no `first`, or a `needs_last` count. Sorted, so requests are reproducible."""
+    counted: set[tuple[datetime, str, str]] = set()
+    settled: set[tuple[datetime, str, str]] = set()
+    needed: set[tuple[datetime, str]] = set()
+    for h, lab, v in results.get("running", []):
+        part, key = lab.get("kl_part"), (h, lab.get("uid", ""), lab.get("container", ""))
+        if not key[1]:
+            continue  # no uid: the container frame skips it anyway
+        if part == "count" and v:
+            counted.add(key)
+        elif part == "first":
+            settled.add(key)
+        elif part == "needs_last":
+            needed.add(key[:2])
+    needed |= {key[:2] for key in counted - settled}
+    hour_chunk = {h: i for i, chunk in enumerate(chunks) for h in chunk}
+    uids: list[set[str]] = [set() for _ in chunks]
+    for h, uid in needed:
+        uids[hour_chunk[h]].add(uid)
+    return [sorted(u) or [_NO_UID] for u in uids]
 
 
 class PodFrames(QueryParts):
@@ -154,8 +180,10 @@ class PodFrames(QueryParts):
             return r
 
         facts_by: dict[tuple[datetime, str, str], dict[str, float | None]] = {}
-        for part in ("count", "first", "last", "last_now"):
-            for h, lab, v in self.part("running", part):
+        # running_edges (where it was needed) holds the subquery's first/last; elsewhere running's equal them
+        for q, part in (("running", "count"), ("running", "first"), ("running", "last_now"),
+                        ("running_edges", "first"), ("running_edges", "last")):
+            for h, lab, v in self.part(q, part):
                 if lab.get("uid") and lab.get("container"):
                     facts_by.setdefault((h, lab["uid"], lab["container"]), {})[part] = v
         for (h, uid, c), facts in facts_by.items():

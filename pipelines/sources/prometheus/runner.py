@@ -41,10 +41,12 @@ class _Runner:
         # points at hour end - 1 s: with W = 59m59s (closed) or 1h (left-open) the window is exactly [h, h+1)
         return to_epoch(chunk[0]) + 3600 - shift, to_epoch(chunk[-1]) + 3600 - shift
 
-    def run(self, q: _Query, chunk: list[datetime], ns: list[str] | None = None) -> list[Point]:
+    def run(self, q: _Query, chunk: list[datetime], ns: list[str] | None = None,
+            extra: list[str] | None = None) -> list[Point]:
+        """`extra`: more matchers for every selector (a follow-up query's uid=~ list)."""
         shift = 0 if q.at_hour_end else 1
         start, end = self._span(chunk, shift)
-        m = [regex_matcher("namespace", ns)] if ns else []
+        m = [*(extra or []), *([regex_matcher("namespace", ns)] if ns else [])]
         t0 = time.monotonic()
         try:
             res = self.client.query_range(q.build(m), start, end, 3600)
@@ -55,10 +57,10 @@ class _Runner:
             if q.namespaced and ns and len(ns) > 1:
                 half = len(ns) // 2
                 log.info("cluster %s: %s too large; splitting %d namespaces", self.cluster, q.name, len(ns))
-                return self.run(q, chunk, ns[:half]) + self.run(q, chunk, ns[half:])
+                return self.run(q, chunk, ns[:half], extra) + self.run(q, chunk, ns[half:], extra)
             if len(chunk) > 1:
                 log.info("cluster %s: %s too large; one hour at a time", self.cluster, q.name)
-                return [p for h in chunk for p in self.run(q, [h], ns)]
+                return [p for h in chunk for p in self.run(q, [h], ns, extra)]
             raise
         with self._lock:
             self.seconds[q.name] += time.monotonic() - t0
