@@ -12,7 +12,7 @@ from typing import Any
 from pipelines.settings import ClusterSettings
 from pipelines.sources.base import COVERAGE_TABLE, ExtractResult, SourceError
 from pipelines.sources.prometheus.assemble_cluster import ClusterFrames
-from pipelines.sources.prometheus.assemble_pods import PodFrames, follow_up_uids
+from pipelines.sources.prometheus.assemble_pods import PodFrames, follow_up_pods
 from pipelines.sources.prometheus.client import PrometheusClient
 from pipelines.sources.prometheus.frames import split_parts
 from pipelines.sources.prometheus.query_plan import _plan, equal_matcher, hour_chunks, regex_matcher
@@ -55,8 +55,8 @@ def extract_prometheus_hours(
         first = [(q, chunk, pool.submit(runner.run, q, chunk)) for chunk in chunks for q in plan if not q.follow_up]
         for q, _chunk, fut in first:
             results[q.name].extend(fut.result())
-        follow = [(q, pool.submit(runner.run, q, chunk, extra=[regex_matcher("uid", uids)]))
-                  for chunk, uids in zip(chunks, follow_up_uids(results, chunks), strict=True)
+        follow = [(q, pool.submit(runner.run, q, chunk, extra=[regex_matcher("pod", pods)]))
+                  for chunk, pods in zip(chunks, follow_up_pods(results, chunks), strict=True)
                   for q in plan if q.follow_up]
         for q, fut in follow:
             results[q.name].extend(fut.result())

@@ -43,7 +43,7 @@ class _Runner:
 
     def run(self, q: _Query, chunk: list[datetime], ns: list[str] | None = None,
             extra: list[str] | None = None) -> list[Point]:
-        """`extra`: more matchers for every selector (a follow-up query's uid=~ list)."""
+        """`extra`: more matchers for every selector (a follow-up query's pod=~ list)."""
         shift = 0 if q.at_hour_end else 1
         start, end = self._span(chunk, shift)
         m = [*(extra or []), *([regex_matcher("namespace", ns)] if ns else [])]
@@ -67,11 +67,15 @@ class _Runner:
         if res.result_type != "matrix":
             raise SourceError(f"cluster {self.cluster}: query {q.name}: expected a matrix, got {res.result_type}")
         points: list[Point] = []
+        hours: dict[float, datetime] = {}  # a chunk has a handful of distinct step times: convert each once
         for series in res.result:
             labels = series.get("metric") or {}
             for ts, raw in series.get("values") or []:
+                h = hours.get(ts)
+                if h is None:
+                    h = hours[ts] = from_epoch(float(ts) + shift - 3600)
                 v = float(raw)
-                points.append((from_epoch(float(ts) + shift - 3600), labels, None if v != v else v))
+                points.append((h, labels, None if v != v else v))
         return points
 
     def _namespaces(self, chunk: list[datetime]) -> list[str]:
