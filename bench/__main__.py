@@ -44,7 +44,7 @@ TARGETS = {
     "transform_5000_rss_mib": 6 * 1024.0,
     "transform_1000_s": 30.0,
     "query_1000_30d_s": 1.0,
-    "prom_s_per_hour": 10.0,
+    "prom_s_per_hour": 2.0,  # at 200 nodes / 4,000 pods (issue 17)
 }
 
 
@@ -220,6 +220,7 @@ def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, d
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+    res.data["nodes"] = args.prom_nodes
     return res, {"nodes": args.prom_nodes, "pods": args.prom_nodes * args.prom_pods_per_node}
 
 
@@ -260,9 +261,10 @@ def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days
             out.append(f"1,000-node query over {days} days p95 {worst * 1000:.0f} ms (target < 1 s): "
                        + mark(worst < TARGETS["query_1000_30d_s"]))
     if prom is not None:
-        sph = prom.data["seconds_per_hour"]
-        out.append(f"Prometheus extraction {sph:.2f} s/hour at 200 nodes (target < 10 s): "
-                   + mark(sph < TARGETS["prom_s_per_hour"]))
+        sph, nodes = prom.data["seconds_per_hour"], prom.data.get("nodes", 200)
+        target = TARGETS["prom_s_per_hour"]
+        out.append(f"Prometheus extraction {sph:.2f} s/hour at {nodes:,} nodes (target <= {target:g} s at 200): "
+                   + (mark(sph <= target) if nodes == 200 else "no target at this scale"))
     return out
 
 
