@@ -44,7 +44,7 @@ TARGETS = {
     "transform_5000_rss_mib": 6 * 1024.0,
     "transform_1000_s": 30.0,
     "query_1000_30d_s": 1.0,
-    "prom_s_per_hour": 10.0,
+    "prom_s_per_hour": 2.0,  # at 200 nodes / 4,000 pods (issue 17)
 }
 
 
@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only the Prometheus extraction benchmark (200 nodes / 4,000 pods, one day)")
     ap.add_argument("--prom-nodes", type=int, default=200)
     ap.add_argument("--prom-pods-per-node", type=int, default=20)
+    ap.add_argument("--prom-hours", type=int, default=24,
+                    help="hours of the Prometheus day to build and extract (default 24; e.g. 6 at 1,000 nodes)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     return ap
 
@@ -160,22 +162,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def ensure_tsdb(root: Path, nodes: int, ppn: int) -> Path:
+def ensure_tsdb(root: Path, nodes: int, ppn: int, hours: int = 24) -> Path:
     """Build (once; cached under the workdir) the scale TSDB with scripts/gen_prom_scale.py."""
     from pipelines import PROJECT_ROOT
 
-    tsdb = root / "prom" / f"tsdb-{nodes}x{ppn}"
+    tsdb = root / "prom" / (f"tsdb-{nodes}x{ppn}" + ("" if hours == 24 else f"-{hours}h"))
     marker = tsdb / ".kubeledger-bench-complete"
     if marker.exists():
         print(f"prometheus: cached TSDB {tsdb}", flush=True)
         return tsdb
     shutil.rmtree(tsdb, ignore_errors=True)
-    print(f"prometheus: building a {nodes}-node / {nodes * ppn:,}-pod day into {tsdb} "
+    print(f"prometheus: building {hours} hours of {nodes} nodes / {nodes * ppn:,} pods into {tsdb} "
           "(promtool; several minutes) ...", flush=True)
+    # promtool holds a whole OpenMetrics file in memory: one-hour files above 200 nodes' worth of series
+    window_h = 6 if nodes * ppn <= 4000 and hours % 6 == 0 else 1
     t = time.perf_counter()
     subprocess.run([sys.executable, str(PROJECT_ROOT / "scripts" / "gen_prom_scale.py"), "--tsdb", str(tsdb),
-                    "--hours", "24", "--nodes", str(nodes), "--pods-per-node", str(ppn),
-                    "--workdir", str(root / "prom" / "om")], check=True)
+                    "--hours", str(hours), "--window-hours", str(window_h), "--nodes", str(nodes),
+                    "--pods-per-node", str(ppn), "--workdir", str(root / "prom" / "om")], check=True)
     marker.write_text(f"built in {time.perf_counter() - t:.0f} s\n")
     return tsdb
 
@@ -184,7 +188,7 @@ def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, d
     prom = shutil.which("prometheus")
     if not prom:
         raise StageError("prometheus binary not found (apt-get install prometheus)")
-    tsdb = ensure_tsdb(root, args.prom_nodes, args.prom_pods_per_node)
+    tsdb = ensure_tsdb(root, args.prom_nodes, args.prom_pods_per_node, args.prom_hours)
     cfg = root / "prom" / "prom.yml"
     cfg.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
     port = _free_port()
@@ -206,8 +210,8 @@ def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, d
                 raise StageError(f"prometheus did not become ready; see {log.name}")
             time.sleep(0.25)
         params = {"workdir": str(root / "prom"), "prometheus_url": url, "day": DEFAULT_DAY.isoformat(),
-                  "hours": 24}
-        print(f"prometheus: pid {proc.pid} on {url}; extracting 24 hours ...", flush=True)
+                  "hours": args.prom_hours}
+        print(f"prometheus: pid {proc.pid} on {url}; extracting {args.prom_hours} hours ...", flush=True)
         res = run_stage("prom extract", "prometheus", params, root / "prom" / "logs")
     finally:
         os.kill(proc.pid, signal.SIGTERM)
@@ -217,6 +221,7 @@ def run_prometheus(args: argparse.Namespace, root: Path) -> tuple[StageResult, d
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+    res.data["nodes"] = args.prom_nodes
     return res, {"nodes": args.prom_nodes, "pods": args.prom_nodes * args.prom_pods_per_node}
 
 
@@ -257,9 +262,10 @@ def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days
             out.append(f"1,000-node query over {days} days p95 {worst * 1000:.0f} ms (target < 1 s): "
                        + mark(worst < TARGETS["query_1000_30d_s"]))
     if prom is not None:
-        sph = prom.data["seconds_per_hour"]
-        out.append(f"Prometheus extraction {sph:.2f} s/hour at 200 nodes (target < 10 s): "
-                   + mark(sph < TARGETS["prom_s_per_hour"]))
+        sph, nodes = prom.data["seconds_per_hour"], prom.data.get("nodes", 200)
+        target = TARGETS["prom_s_per_hour"]
+        out.append(f"Prometheus extraction {sph:.2f} s/hour at {nodes:,} nodes (target <= {target:g} s at 200): "
+                   + (mark(sph <= target) if nodes == 200 else "no target at this scale"))
     return out
 
 

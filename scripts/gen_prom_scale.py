@@ -1,7 +1,7 @@
 """Benchmark data: a 200-node / 4,000-pod cluster day as OpenMetrics, backfilled into a TSDB with promtool.
 
-Writes one file per 6-hour window (promtool holds a whole file in memory and re-parses it per block), backfills
-each into --tsdb, and deletes the text unless --keep. Not committed data: run it when benchmarking, e.g.
+Writes one file per --window-hours window (default 6; promtool holds a whole file in memory and re-parses it per
+block, so use 1 at 1,000 nodes), backfills each into --tsdb, and deletes the text unless --keep. Not committed data: run it when benchmarking, e.g.
 
     python scripts/gen_prom_scale.py --tsdb /tmp/scale/tsdb --hours 24
     prometheus --config.file=prom.yml --storage.tsdb.path=/tmp/scale/tsdb --storage.tsdb.retention.time=100y ...
@@ -88,8 +88,9 @@ def _series(nodes: int, pods_per_node: int) -> dict[str, tuple[str, list[tuple[s
     return fam
 
 
-def write_window(path: Path, fam: dict[str, tuple[str, list[tuple[str, float, float]]]], start_h: int) -> int:
-    times = list(range(start_h * 3600, (start_h + WINDOW_H) * 3600, SCRAPE_S))
+def write_window(path: Path, fam: dict[str, tuple[str, list[tuple[str, float, float]]]], start_h: int,
+                 window_h: int = WINDOW_H) -> int:
+    times = list(range(start_h * 3600, (start_h + window_h) * 3600, SCRAPE_S))
     lines = 0
     with path.open("w", buffering=1 << 22) as f:
         for family, (mtype, series) in fam.items():
@@ -106,7 +107,8 @@ def write_window(path: Path, fam: dict[str, tuple[str, list[tuple[str, float, fl
     return lines
 
 
-def generate(tsdb: Path, hours: int, nodes: int, pods_per_node: int, workdir: Path, keep: bool) -> None:
+def generate(tsdb: Path, hours: int, nodes: int, pods_per_node: int, workdir: Path, keep: bool,
+             window_h: int = WINDOW_H) -> None:
     tool = shutil.which("promtool")
     if not tool:
         sys.exit("promtool not found: run scripts/ci/setup_prometheus.sh")
@@ -114,10 +116,10 @@ def generate(tsdb: Path, hours: int, nodes: int, pods_per_node: int, workdir: Pa
     workdir.mkdir(parents=True, exist_ok=True)
     fam = _series(nodes, pods_per_node)
     print(f"series: {sum(len(s) for _, s in fam.values())}")
-    for start_h in range(0, hours, WINDOW_H):
+    for start_h in range(0, hours, window_h):
         path = workdir / f"scale-{start_h:02d}.om"
         t = time.monotonic()
-        lines = write_window(path, fam, start_h)
+        lines = write_window(path, fam, start_h, window_h)
         gen_s = time.monotonic() - t
         t = time.monotonic()
         subprocess.run([tool, "tsdb", "create-blocks-from", "openmetrics", str(path), str(tsdb)], check=True,
@@ -146,7 +148,8 @@ def bench(url: str, hours: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tsdb", type=Path, help="TSDB directory to backfill into")
-    ap.add_argument("--hours", type=int, default=24, help="hours from DAY 00:00 (multiple of 6)")
+    ap.add_argument("--hours", type=int, default=24, help="hours from DAY 00:00 (a multiple of --window-hours)")
+    ap.add_argument("--window-hours", type=int, default=WINDOW_H, help="hours per OpenMetrics file")
     ap.add_argument("--nodes", type=int, default=200)
     ap.add_argument("--pods-per-node", type=int, default=20)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/kubeledger-prom-scale"))
@@ -156,7 +159,7 @@ def main() -> None:
     if a.bench:
         bench(a.bench, a.hours)
     elif a.tsdb:
-        generate(a.tsdb, a.hours, a.nodes, a.pods_per_node, a.workdir, a.keep)
+        generate(a.tsdb, a.hours, a.nodes, a.pods_per_node, a.workdir, a.keep, a.window_hours)
     else:
         ap.error("give --tsdb (generate) or --bench URL")
 

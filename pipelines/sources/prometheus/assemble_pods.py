@@ -29,9 +29,38 @@ from pipelines.sources.prometheus.frames import (
     prefixed,
     to_frame,
 )
+from pipelines.sources.prometheus.runner import Point
 from pipelines.timeutil import to_epoch
 
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2, "Succeeded": 3, "Failed": 3}
+_NO_POD = "kubeledger-none"  # the follow-up request of a chunk with nothing to settle selects (almost) nothing
+
+
+def _group(h: datetime, lab: Mapping[str, str]) -> tuple[datetime, str, str, str, str]:
+    """The (hour, namespace, pod, uid, container) a `by (namespace, pod, uid, container)` point stands for."""
+    return h, lab.get("namespace", ""), lab.get("pod", ""), lab.get("uid", ""), lab.get("container", "")
+
+
+def follow_up_pods(results: Mapping[str, list[Point]], chunks: list[list[datetime]]) -> list[list[str]]:
+    """Per chunk, the pods whose containers' run span or memory average the cheaper forms could not settle
+    (query_plan.running, .mem): running samples but no `first`, a `needs_last` count, or more than one
+    memory series. Sorted, so requests are reproducible."""
+    counted, settled, needed = set(), set(), set()
+    for h, lab, v in results.get("running", []):
+        part, key = lab.get("kl_part"), _group(h, lab)
+        if part == "count" and v:
+            counted.add(key)
+        elif part == "first":
+            settled.add(key)
+        elif part == "needs_last":
+            needed.add(key)
+    needed |= counted - settled
+    needed |= {_group(h, lab) for h, lab, v in results.get("mem", []) if lab.get("kl_part") == "series" and v != 1}
+    hour_chunk = {h: i for i, chunk in enumerate(chunks) for h in chunk}
+    pods: list[set[str]] = [set() for _ in chunks]
+    for h, _ns, pod, _uid, _c in needed:
+        pods[hour_chunk[h]].add(pod)
+    return [sorted(p) or [_NO_POD] for p in pods]
 
 
 class PodFrames(QueryParts):
@@ -154,8 +183,10 @@ class PodFrames(QueryParts):
             return r
 
         facts_by: dict[tuple[datetime, str, str], dict[str, float | None]] = {}
-        for part in ("count", "first", "last", "last_now"):
-            for h, lab, v in self.part("running", part):
+        # per_step (where it was needed) holds the subqueries' first/last; elsewhere running's equal them
+        for q, part in (("running", "count"), ("running", "first"), ("running", "last_now"),
+                        ("per_step", "first"), ("per_step", "last")):
+            for h, lab, v in self.part(q, part):
                 if lab.get("uid") and lab.get("container"):
                     facts_by.setdefault((h, lab["uid"], lab["container"]), {})[part] = v
         for (h, uid, c), facts in facts_by.items():
@@ -186,11 +217,15 @@ class PodFrames(QueryParts):
                     if lab.get("node") and not r.get("node"):
                         r["node"] = lab["node"]
 
-        usage: list[tuple[str, str, float]] = [("cpu", "", 3600.0), ("cpu_max", "", 1.0)]
-        cols = {"cpu": "cpu_usage_core_seconds", "cpu_max": "cpu_usage_max_cores"}
-        for q, part, scale in usage + [("mem", "avg", 1.0), ("mem", "max", 1.0)]:
-            col = cols.get(q) or f"ram_usage_{part}_bytes"
-            for h, lab, v in self.part(q, part):
+        # memory average: running's for containers with one series in the hour, per_step's for the others
+        single = {_group(h, lab) for h, lab, v in self.part("mem", "series") if v == 1}
+        mem_avg = [p for p in self.part("mem", "avg") if _group(p[0], p[1]) in single]
+        mem_avg += [p for p in self.part("per_step", "mem_avg") if _group(p[0], p[1]) not in single]
+        usage: list[tuple[str, list[Point], float]] = [
+            ("cpu_usage_core_seconds", self.part("cpu"), 3600.0), ("cpu_usage_max_cores", self.part("cpu_max"), 1.0),
+            ("ram_usage_avg_bytes", mem_avg, 1.0), ("ram_usage_max_bytes", self.part("mem", "max"), 1.0)]
+        for col, points, scale in usage:
+            for h, lab, v in points:
                 uid = self._uid_for(h, lab, "cadvisor_series")
                 if uid is None or v is None:
                     continue

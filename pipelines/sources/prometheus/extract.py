@@ -12,10 +12,10 @@ from typing import Any
 from pipelines.settings import ClusterSettings
 from pipelines.sources.base import COVERAGE_TABLE, ExtractResult, SourceError
 from pipelines.sources.prometheus.assemble_cluster import ClusterFrames
-from pipelines.sources.prometheus.assemble_pods import PodFrames
+from pipelines.sources.prometheus.assemble_pods import PodFrames, follow_up_pods
 from pipelines.sources.prometheus.client import PrometheusClient
 from pipelines.sources.prometheus.frames import split_parts
-from pipelines.sources.prometheus.query_plan import _plan, equal_matcher, hour_chunks
+from pipelines.sources.prometheus.query_plan import _plan, equal_matcher, hour_chunks, regex_matcher
 from pipelines.sources.prometheus.runner import Point, _Runner
 from pipelines.timeutil import normalise_hours, to_epoch
 
@@ -51,10 +51,15 @@ def extract_prometheus_hours(
     results: dict[str, list[Point]] = defaultdict(list)
     workers = max(1, min(settings.max_concurrency, len(plan)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prom") as pool:
-        for chunk in chunks:
-            futures = {q.name: pool.submit(runner.run, q, chunk) for q in plan}
-            for name, fut in futures.items():
-                results[name].extend(fut.result())
+        # every chunk's requests queued at once: a slow request of one chunk overlaps the next chunk's
+        first = [(q, chunk, pool.submit(runner.run, q, chunk)) for chunk in chunks for q in plan if not q.follow_up]
+        for q, _chunk, fut in first:
+            results[q.name].extend(fut.result())
+        follow = [(q, pool.submit(runner.run, q, chunk, extra=[regex_matcher("pod", pods)]))
+                  for chunk, pods in zip(chunks, follow_up_pods(results, chunks), strict=True)
+                  for q in plan if q.follow_up]
+        for q, fut in follow:
+            results[q.name].extend(fut.result())
     parts = split_parts(results)
 
     present = {h for h, _, _ in parts.get("pod_meta", {}).get("info", [])}

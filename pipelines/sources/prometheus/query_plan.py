@@ -36,6 +36,8 @@ _NONEMPTY_NODE = 'node!=""'
 _NONEMPTY_POD = 'pod!=""'
 _CONTROLLER_OWNER = 'owner_is_controller="true"'
 _LB_TYPE = 'type="LoadBalancer"'
+# queries are evaluated at T = h+1 - 1 s (see _plan): this offset evaluates a selector at the hour start h
+_HOUR_START_OFFSET = "59m59s"
 
 
 # --- escaping ----------------------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ class _Query:
     build: Callable[[list[str]], str]  # extra matchers (namespace shard) -> PromQL
     namespaced: bool = True             # can be sharded by namespace
     at_hour_end: bool = False           # points at T = h+1 instead of h+1 - 1 s
+    follow_up: bool = False             # run after the others, restricted to the pods they single out (pod=~)
 
 
 def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
@@ -115,16 +118,26 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
         return f"sum by ({k}) (max by ({k}, id) ({inner}))"
 
     def cpu_max(m: list[str]) -> str:
-        # one cgroup is live per container at a time: `max` across ids dedupes and never adds a dead one's rate
-        inner = _with_uid(f"irate({cad('container_cpu_usage_seconds_total', m)}[{irate_w}])")
-        return f"max_over_time((max by ({k}) ({inner}))[{r}:1m])"
+        # one cgroup is live per container at a time: `max` across ids dedupes and never adds a dead one's rate.
+        # max over (time, ids) taken per series first: the same maximum, without the per-step regex and grouping
+        irate = f"irate({cad('container_cpu_usage_seconds_total', m)}[{irate_w}])"
+        return f"max by ({k}) ({_with_uid(f'max_over_time({irate}[{r}:1m])')})"
 
     def mem(m: list[str]) -> str:
         # as for cpu_max: max across cgroup ids, and a one-scrape lookback instead of 5 minutes, so a restarted
         # container's old cgroup is not summed with the new one in backfilled/remote-read data
         ws_sel = cad("container_memory_working_set_bytes", m)
+        # the peak as in cpu_max (max over time and ids commute). The average of the per-step maximum does not
+        # commute, but a container with one series in the hour has its series' average (same steps, same sum):
+        # `avg` holds it where `series` is 1; the others are read with mem_avg(), the per-step form, by per_step
+        peak = f"max by ({k}) ({_with_uid(f'max_over_time(last_over_time({ws_sel}[{s}])[{w}:1m])')})"
+        per_series = _with_uid(f"avg_over_time(last_over_time({ws_sel}[{s}])[{w}:1m])")
+        return _tagged(avg=f"max by ({k}) ({per_series})", series=f"count by ({k}) ({per_series})", max=peak)
+
+    def mem_avg(m: list[str]) -> str:
+        ws_sel = cad("container_memory_working_set_bytes", m)
         ws = f"max by ({k}) ({_with_uid(f'last_over_time({ws_sel}[{s}])')})"
-        return _tagged(avg=f"avg_over_time(({ws})[{w}:1m])", max=f"max_over_time(({ws})[{w}:1m])")
+        return f"avg_over_time(({ws})[{w}:1m])"
 
     def resources(m: list[str]) -> str:
         res = 'resource=~"cpu|memory|nvidia_com_gpu|nvidia.com/gpu"'
@@ -134,16 +147,37 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
             for kind in ("request", "limit")
         })
 
-    def running(m: list[str]) -> str:
+    def running_ts(m: list[str]) -> tuple[str, str]:
         run = sel("kube_pod_container_status_running", m, _NONEMPTY_CONTAINER)
-        # timestamp() of a bare selector is the raw sample's time; `and ... == 1` keeps running samples only;
-        # the [W:scrape] subquery visits every raw sample, last_now adds the last one before T
-        ts = f"(timestamp({run}) and {run} == 1)"
+        # timestamp() of a bare selector is the raw sample's time; `and ... == 1` keeps running samples only
+        return run, f"(timestamp({run}) and {run} == 1)"
+
+    def running(m: list[str]) -> str:
+        # The run span is min/max over the subquery steps h, h+1m, ... of the last running sample (see
+        # per_step), but timestamp() inside a subquery re-reads every series per step (~30x a plain
+        # subquery). The step sample's time never decreases, so where some series of a container runs at the
+        # step h, the minimum is that step's (`first`, one evaluation via offset), and where every series that
+        # ran at h or in the hour also runs at T, the maximum is T's (`last_now`). `needs_last` counts the
+        # series for which that fails; those containers, and those with running samples but no `first`, are
+        # read again by per_step, so every value equals the subquery's.
+        run, ts = running_ts(m)
+        at_h = f"{run} offset {_HOUR_START_OFFSET}"
         return _tagged(
             count=f"max by ({k}) (sum_over_time({run}[{w}]))",
+            first=f"min by ({k}) (timestamp({at_h}) and {at_h} == 1)",
+            last_now=f"max by ({k}) {ts}",
+            needs_last=f"count by ({k}) ((max_over_time({run}[{w}]) >= 1 or {at_h} == 1) unless {run} == 1)",
+        )
+
+    def per_step(m: list[str]) -> str:
+        # The per-step subqueries, run for the pods (pod=~) that running/mem could not settle. A selection by
+        # pod name holds every series of each container it returns, so each returned value is exact.
+        # run span: the [W:scrape] subquery visits every raw sample, plus the last one before h (lookback)
+        _, ts = running_ts(m)
+        return _tagged(
             first=f"min by ({k}) (min_over_time({ts}[{w}:{s}]))",
             last=f"max by ({k}) (max_over_time({ts}[{w}:{s}]))",
-            last_now=f"max by ({k}) {ts}",
+            mem_avg=mem_avg(m),
         )
 
     def pod_meta(m: list[str]) -> str:
@@ -246,7 +280,8 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
 
     return [
         _Query("cpu", cpu), _Query("cpu_max", cpu_max, at_hour_end=True), _Query("mem", mem), _Query("resources", resources),
-        _Query("running", running), _Query("pod_meta", pod_meta), _Query("pod_labels", pod_labels),
+        _Query("running", running), _Query("per_step", per_step, follow_up=True),
+        _Query("pod_meta", pod_meta), _Query("pod_labels", pod_labels),
         _Query("network", network), _Query("services", services), _Query("namespaces", namespaces),
         _Query("nodes", nodes, namespaced=False), _Query("presence", presence, namespaced=False),
         _Query("volumes", volumes, namespaced=False), _Query("gpu", gpu, namespaced=False),

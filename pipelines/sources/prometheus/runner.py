@@ -41,10 +41,12 @@ class _Runner:
         # points at hour end - 1 s: with W = 59m59s (closed) or 1h (left-open) the window is exactly [h, h+1)
         return to_epoch(chunk[0]) + 3600 - shift, to_epoch(chunk[-1]) + 3600 - shift
 
-    def run(self, q: _Query, chunk: list[datetime], ns: list[str] | None = None) -> list[Point]:
+    def run(self, q: _Query, chunk: list[datetime], ns: list[str] | None = None,
+            extra: list[str] | None = None) -> list[Point]:
+        """`extra`: more matchers for every selector (a follow-up query's pod=~ list)."""
         shift = 0 if q.at_hour_end else 1
         start, end = self._span(chunk, shift)
-        m = [regex_matcher("namespace", ns)] if ns else []
+        m = [*(extra or []), *([regex_matcher("namespace", ns)] if ns else [])]
         t0 = time.monotonic()
         try:
             res = self.client.query_range(q.build(m), start, end, 3600)
@@ -55,21 +57,25 @@ class _Runner:
             if q.namespaced and ns and len(ns) > 1:
                 half = len(ns) // 2
                 log.info("cluster %s: %s too large; splitting %d namespaces", self.cluster, q.name, len(ns))
-                return self.run(q, chunk, ns[:half]) + self.run(q, chunk, ns[half:])
+                return self.run(q, chunk, ns[:half], extra) + self.run(q, chunk, ns[half:], extra)
             if len(chunk) > 1:
                 log.info("cluster %s: %s too large; one hour at a time", self.cluster, q.name)
-                return [p for h in chunk for p in self.run(q, [h], ns)]
+                return [p for h in chunk for p in self.run(q, [h], ns, extra)]
             raise
         with self._lock:
             self.seconds[q.name] += time.monotonic() - t0
         if res.result_type != "matrix":
             raise SourceError(f"cluster {self.cluster}: query {q.name}: expected a matrix, got {res.result_type}")
         points: list[Point] = []
+        hours: dict[float, datetime] = {}  # a chunk has a handful of distinct step times: convert each once
         for series in res.result:
             labels = series.get("metric") or {}
             for ts, raw in series.get("values") or []:
+                h = hours.get(ts)
+                if h is None:
+                    h = hours[ts] = from_epoch(float(ts) + shift - 3600)
                 v = float(raw)
-                points.append((from_epoch(float(ts) + shift - 3600), labels, None if v != v else v))
+                points.append((h, labels, None if v != v else v))
         return points
 
     def _namespaces(self, chunk: list[datetime]) -> list[str]:
