@@ -6,7 +6,7 @@
   gpu_energy_j(node, metrics, profiles) -> joules of a node-hour's GPUs: the measured power when DCGM reports it,
   else the CCF min/max interpolation at the reported utilisation (50 % when unknown); 0 with energy_gpu off.
 #}
-{% macro gpu_power_ctes(nodes='nodes') %}
+{% macro gpu_power_ctes(nodes='nodes') -%}
 gpu_metrics as (
     select
         cluster,
@@ -49,7 +49,7 @@ gpu_profile_match as (
     ) as ranked
     where pick = 1
 )
-{% endmacro %}
+{%- endmacro %}
 
 {% macro gpu_energy_j(node, metrics='gpu_metrics', profiles='gpu_profiles') -%}
     {% if var('energy_gpu', false) -%}

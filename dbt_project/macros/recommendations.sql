@@ -105,3 +105,17 @@
     {%- set keep = ((var('recommendations', {}) or {}).get('history_days', 42)) | int -%}
     delete from {{ this }} where usage_date < {{ dbt.dateadd('day', -keep, '(select max(usage_date) from ' ~ this ~ ')') }}
 {%- endmacro %}
+
+{# The columns every recommendation model ends with, after rec_common_columns: the request change (empty for kinds
+   that change no request) and the monthly savings (carbon only for the carbon-shift kinds: no money or energy). #}
+{% macro rec_closing_columns(changes_requests=false, saves_money=true) -%}
+    {%- set columns = [] -%}
+    {%- for column in ['current_cpu_request_cores', 'recommended_cpu_request_cores', 'current_ram_request_bytes',
+                       'recommended_ram_request_bytes'] -%}
+        {%- do columns.append(column if changes_requests else 'cast(null as double) as ' ~ column) -%}
+    {%- endfor -%}
+    {%- for column in ['saving_usd_per_month', 'saving_kwh_per_month'] -%}
+        {%- do columns.append(column if saves_money else 'cast(0 as double) as ' ~ column) -%}
+    {%- endfor -%}
+    {{ (columns + ['saving_co2e_g_per_month', 'estimation_reasons']) | join(',\n    ') }}
+{%- endmacro %}

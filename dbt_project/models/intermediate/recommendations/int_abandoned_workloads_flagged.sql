@@ -71,12 +71,5 @@ select
          ('network_bytes_per_s_per_replica', 'network_bytes_per_s_per_replica'), ('replicas', 'replicas'),
          ('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
          ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from flagged

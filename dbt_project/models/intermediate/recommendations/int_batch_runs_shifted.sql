@@ -140,13 +140,6 @@ select
          ('best_mean_intensity_g_per_kwh', 'best_mean_intensity'),
          ('basis', "'estimate: the same energy in the greenest contiguous window of the same length, same zone and day'")],
         confidence_hours_col='days_of_data * 24') }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    cast(0 as double) as saving_usd_per_month,
-    cast(0 as double) as saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(saves_money=false) }}
 from summed
 where saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}

@@ -123,12 +123,5 @@ select
          ('saving_cpu_usd_per_month', 'saving_cpu_usd_per_month'),
          ('saving_ram_usd_per_month', 'saving_ram_usd_per_month'), ('cpu_efficiency', 'cpu_efficiency'),
          ('ram_efficiency', 'ram_efficiency'), ('total_efficiency', 'total_efficiency')]) }},
-    current_cpu_request_cores,
-    recommended_cpu_request_cores,
-    current_ram_request_bytes,
-    recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(changes_requests=true) }}
 from priced

@@ -87,12 +87,5 @@ select
          ('cpu_allocatable_per_node', 'cpu_allocatable_per_node'),
          ('ram_allocatable_per_node', 'ram_allocatable_per_node'), ('idle_cpu_share', 'idle_cpu_share'),
          ('idle_ram_share', 'idle_ram_share'), ('headroom', rec_param('node_headroom'))]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from removable

@@ -52,12 +52,5 @@ select
         "case when pvc is null then 'Delete unclaimed volume ' || pv
               else 'Delete claim ' || namespace || '/' || pvc || ' (volume ' || pv || '): no pod mounted it' end",
         [('pv', 'pv'), ('pvc', 'pvc'), ('unclaimed', 'pvc is null')]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from flagged

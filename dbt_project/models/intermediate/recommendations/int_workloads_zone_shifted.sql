@@ -70,13 +70,6 @@ select
         [('carbon_zone', 'carbon_zone'), ('other_cluster', 'other_cluster'), ('other_zone', 'other_zone'),
          ('co2e_g_in_window', 'co2e_g'), ('other_co2e_g_in_window', 'other_co2e_g'),
          ('basis', "'estimate: the same hourly energy at the other zone''s landed intensity of the same hours'")]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    cast(0 as double) as saving_usd_per_month,
-    cast(0 as double) as saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(saves_money=false) }}
 from best
 where pick = 1 and saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}
