@@ -93,9 +93,7 @@
 {% macro rec_cluster_hours() -%}
     select days.usage_date, days.cluster, count(distinct nodes.hour_ts) as observed_hours
     from days
-    join {{ ref('int_node_hours_recorded') }} as nodes
-        on nodes.cluster = days.cluster and nodes.hour_ts >= days.window_start_ts
-        and nodes.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_node_hours_recorded'), 'nodes') }}
     group by days.usage_date, days.cluster
 {%- endmacro %}
 
@@ -118,4 +116,21 @@
         {%- do columns.append(column if saves_money else 'cast(0 as double) as ' ~ column) -%}
     {%- endfor -%}
     {{ (columns + ['saving_co2e_g_per_month', 'estimation_reasons']) | join(',\n    ') }}
+{%- endmacro %}
+
+{# The flag columns of rec_input_flags OR-ed over a group, keeping their names (alias: the table they come from). #}
+{% macro rec_flags_any(alias=none) -%}
+    {%- set prefix = alias ~ '.' if alias else '' -%}
+    {%- set columns = [] -%}
+    {%- for col, code in rec_input_flags() -%}
+        {%- do columns.append('bool_or(' ~ prefix ~ col ~ ') as ' ~ col) -%}
+    {%- endfor -%}
+    {{ columns | join(',\n        ') }}
+{%- endmacro %}
+
+{# Joins an hourly history model (alias) to each built day's look-back window; needs a `days` CTE (rec_build_days). #}
+{% macro rec_window_join(relation, alias) -%}
+    join {{ relation }} as {{ alias }}
+        on {{ alias }}.cluster = days.cluster and {{ alias }}.hour_ts >= days.window_start_ts
+        and {{ alias }}.usage_date <= days.usage_date
 {%- endmacro %}

@@ -20,12 +20,9 @@ pod_hours as (
         sum(h.energy_kwh) as energy_kwh,
         sum(h.co2e_operational_g + h.co2e_embodied_g) as co2e_g,
         bool_or(h.is_usage_missing) as is_usage_missing,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(h.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('h') }}
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller_kind in ('Deployment', 'StatefulSet')
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.pod_uid
 ),

@@ -19,9 +19,7 @@ zone_hours as (
 runs_hourly as (
     select cluster, namespace, controller_kind, controller, usage_date as run_date, hour_ts, carbon_zone,
            max(run_h) as run_h, sum(energy_kwh * pue) as energy_pue_kwh, sum(co2e_operational_g) as co2e_g,
-           {%- for col, code in rec_input_flags() %}
-           bool_or({{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-           {%- endfor %}
+           {{ rec_flags_any() }}
     from {{ ref('int_workload_hours_recorded') }}
     where controller_kind in ('Job', 'CronJob') and run_h > 0
     group by cluster, namespace, controller_kind, controller, usage_date, hour_ts, carbon_zone
@@ -42,9 +40,7 @@ runs_daily as (
         cast(greatest(round(sum(r.run_h)), 1) as integer) as hours_run,
         sum(r.energy_pue_kwh) as energy_pue_kwh,
         sum(r.co2e_g) as co2e_g,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(r.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('r') }}
     from runs_hourly as r
     join zone_rank
         on zone_rank.cluster = r.cluster and zone_rank.namespace = r.namespace

@@ -15,8 +15,7 @@ cluster_hours as (
 samples as (
     select days.usage_date, h.*
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller is not null
 ),
 

@@ -23,12 +23,9 @@ workload_hours as (
         days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone,
         sum(h.energy_kwh * h.pue) as energy_pue_kwh,
         sum(h.co2e_operational_g) as co2e_g,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(h.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('h') }}
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller is not null and h.carbon_zone is not null
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone
 ),
