@@ -93,9 +93,7 @@
 {% macro rec_cluster_hours() -%}
     select days.usage_date, days.cluster, count(distinct nodes.hour_ts) as observed_hours
     from days
-    join {{ ref('int_node_hours_recorded') }} as nodes
-        on nodes.cluster = days.cluster and nodes.hour_ts >= days.window_start_ts
-        and nodes.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_node_hours_recorded'), 'nodes') }}
     group by days.usage_date, days.cluster
 {%- endmacro %}
 
@@ -104,4 +102,35 @@
 {% macro rec_history_prune() -%}
     {%- set keep = ((var('recommendations', {}) or {}).get('history_days', 42)) | int -%}
     delete from {{ this }} where usage_date < {{ dbt.dateadd('day', -keep, '(select max(usage_date) from ' ~ this ~ ')') }}
+{%- endmacro %}
+
+{# The columns every recommendation model ends with, after rec_common_columns: the request change (empty for kinds
+   that change no request) and the monthly savings (carbon only for the carbon-shift kinds: no money or energy). #}
+{% macro rec_closing_columns(changes_requests=false, saves_money=true) -%}
+    {%- set columns = [] -%}
+    {%- for column in ['current_cpu_request_cores', 'recommended_cpu_request_cores', 'current_ram_request_bytes',
+                       'recommended_ram_request_bytes'] -%}
+        {%- do columns.append(column if changes_requests else 'cast(null as double) as ' ~ column) -%}
+    {%- endfor -%}
+    {%- for column in ['saving_usd_per_month', 'saving_kwh_per_month'] -%}
+        {%- do columns.append(column if saves_money else 'cast(0 as double) as ' ~ column) -%}
+    {%- endfor -%}
+    {{ (columns + ['saving_co2e_g_per_month', 'estimation_reasons']) | join(',\n    ') }}
+{%- endmacro %}
+
+{# The flag columns of rec_input_flags OR-ed over a group, keeping their names (alias: the table they come from). #}
+{% macro rec_flags_any(alias=none) -%}
+    {%- set prefix = alias ~ '.' if alias else '' -%}
+    {%- set columns = [] -%}
+    {%- for col, code in rec_input_flags() -%}
+        {%- do columns.append('bool_or(' ~ prefix ~ col ~ ') as ' ~ col) -%}
+    {%- endfor -%}
+    {{ columns | join(',\n        ') }}
+{%- endmacro %}
+
+{# Joins an hourly history model (alias) to each built day's look-back window; needs a `days` CTE (rec_build_days). #}
+{% macro rec_window_join(relation, alias) -%}
+    join {{ relation }} as {{ alias }}
+        on {{ alias }}.cluster = days.cluster and {{ alias }}.hour_ts >= days.window_start_ts
+        and {{ alias }}.usage_date <= days.usage_date
 {%- endmacro %}

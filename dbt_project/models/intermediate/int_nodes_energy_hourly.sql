@@ -60,47 +60,7 @@ boavizta as (
     select * from {{ ref('stg_boavizta__impacts') }}
 ),
 
-gpu_metrics as (
-    select
-        cluster,
-        hour_ts,
-        node,
-        count(*) as gpus_reporting,
-        sum(power_avg_w) as gpu_power_w,
-        avg(util_avg) as gpu_util,
-        max(model_name) as gpu_model_reported
-    from {{ ref('stg_metrics__gpu_hours') }}
-    group by cluster, hour_ts, node
-),
-
-gpu_profiles as (
-    select lower(gpu_model) as gpu_model, lower(ccf_name) as ccf_name, min_watts, max_watts
-    from {{ ref('gpu_power_profiles') }}
-),
-
-gpu_profile_match as (
-    -- DCGM reports e.g. 'Tesla T4' or 'NVIDIA A100-SXM4-40GB': the longest CCF model name inside it wins
-    select * from (
-        select
-            nodes.cluster,
-            nodes.hour_ts,
-            nodes.node,
-            gpu_profiles.min_watts,
-            gpu_profiles.max_watts,
-            row_number() over (
-                partition by nodes.cluster, nodes.hour_ts, nodes.node order by length(gpu_profiles.gpu_model) desc
-            ) as pick
-        from nodes
-        left join gpu_metrics
-            on gpu_metrics.cluster = nodes.cluster and gpu_metrics.hour_ts = nodes.hour_ts
-            and gpu_metrics.node = nodes.node
-        join gpu_profiles
-            on lower(coalesce(gpu_metrics.gpu_model_reported, nodes.gpu_model))
-            like '%' || gpu_profiles.gpu_model || '%'
-        where nodes.gpu_count > 0
-    ) as ranked
-    where pick = 1
-),
+{{ gpu_power_ctes('nodes') }},
 
 profiled as (
     select
@@ -166,22 +126,14 @@ energised as (
         -- CCF memory coefficient 0.000392 kWh per GB-hour (decimal GB) of capacity; containers get their allocated share
         powered.ram_capacity_bytes / 1.0e9 * powered.node_run_h * 0.000392 * 3.6e6
         {% else %}cast(0 as double){% endif %} as memory_energy_j,
-        {% if var('energy_gpu', false) %}
-        case
-            when powered.gpu_count <= 0 then 0.0
-            when gpu_metrics.gpu_power_w is not null then gpu_metrics.gpu_power_w * powered.node_run_s
-            else powered.gpu_count * (coalesce(gpu_profiles.min_watts, 0)
-                 + (coalesce(gpu_profiles.max_watts, 0) - coalesce(gpu_profiles.min_watts, 0))
-                 * coalesce(gpu_metrics.gpu_util, 0.5)) * powered.node_run_s
-        end
-        {% else %}cast(0 as double){% endif %} as gpu_energy_j,
+        {{ gpu_energy_j('powered') }} as gpu_energy_j,
         powered.gpu_count > 0 and {{ sql_bool(var('energy_gpu', false)) }} and gpu_metrics.gpu_power_w is null
             as is_gpu_power_estimated
     from powered
     left join gpu_metrics
         on gpu_metrics.cluster = powered.cluster and gpu_metrics.hour_ts = powered.hour_ts
         and gpu_metrics.node = powered.node
-    -- read only when energy_gpu is on (jinja above)
+    -- read only when energy_gpu is on (macro gpu_energy_j)
     left join gpu_profile_match as gpu_profiles  -- noqa: ST11
         on gpu_profiles.cluster = powered.cluster and gpu_profiles.hour_ts = powered.hour_ts
         and gpu_profiles.node = powered.node

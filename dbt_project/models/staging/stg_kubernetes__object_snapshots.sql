@@ -13,15 +13,9 @@ renamed as (
         cluster,
         hour_ts as snapshot_hour_ts,
         kind,
-        namespace,
-        name,
-        uid,
-        labels,
-        annotations,
-        owner_kind,
-        owner_name,
-        owner_uid,
-        spec
+        {%- for column in kubernetes_object_columns() %}
+        {{ column }}{{ ',' if not loop.last }}
+        {%- endfor %}
     from source
 )
 

@@ -18,15 +18,9 @@ latest as (
         cluster,
         snapshot_hour_ts,
         kind,
-        namespace,
-        name,
-        uid,
-        labels,
-        annotations,
-        owner_kind,
-        owner_name,
-        owner_uid,
-        spec
+        {%- for column in kubernetes_object_columns() %}
+        {{ column }}{{ ',' if not loop.last }}
+        {%- endfor %}
     from ranked
     where recency = 1
 )

@@ -20,12 +20,9 @@ pod_hours as (
         sum(h.energy_kwh) as energy_kwh,
         sum(h.co2e_operational_g + h.co2e_embodied_g) as co2e_g,
         bool_or(h.is_usage_missing) as is_usage_missing,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(h.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('h') }}
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller_kind in ('Deployment', 'StatefulSet')
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.pod_uid
 ),
@@ -71,12 +68,5 @@ select
          ('network_bytes_per_s_per_replica', 'network_bytes_per_s_per_replica'), ('replicas', 'replicas'),
          ('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
          ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from flagged

@@ -19,9 +19,7 @@ zone_hours as (
 runs_hourly as (
     select cluster, namespace, controller_kind, controller, usage_date as run_date, hour_ts, carbon_zone,
            max(run_h) as run_h, sum(energy_kwh * pue) as energy_pue_kwh, sum(co2e_operational_g) as co2e_g,
-           {%- for col, code in rec_input_flags() %}
-           bool_or({{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-           {%- endfor %}
+           {{ rec_flags_any() }}
     from {{ ref('int_workload_hours_recorded') }}
     where controller_kind in ('Job', 'CronJob') and run_h > 0
     group by cluster, namespace, controller_kind, controller, usage_date, hour_ts, carbon_zone
@@ -42,9 +40,7 @@ runs_daily as (
         cast(greatest(round(sum(r.run_h)), 1) as integer) as hours_run,
         sum(r.energy_pue_kwh) as energy_pue_kwh,
         sum(r.co2e_g) as co2e_g,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(r.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('r') }}
     from runs_hourly as r
     join zone_rank
         on zone_rank.cluster = r.cluster and zone_rank.namespace = r.namespace
@@ -140,13 +136,6 @@ select
          ('best_mean_intensity_g_per_kwh', 'best_mean_intensity'),
          ('basis', "'estimate: the same energy in the greenest contiguous window of the same length, same zone and day'")],
         confidence_hours_col='days_of_data * 24') }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    cast(0 as double) as saving_usd_per_month,
-    cast(0 as double) as saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(saves_money=false) }}
 from summed
 where saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}

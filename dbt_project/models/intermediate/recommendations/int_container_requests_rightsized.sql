@@ -15,8 +15,7 @@ cluster_hours as (
 samples as (
     select days.usage_date, h.*
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller is not null
 ),
 
@@ -123,12 +122,5 @@ select
          ('saving_cpu_usd_per_month', 'saving_cpu_usd_per_month'),
          ('saving_ram_usd_per_month', 'saving_ram_usd_per_month'), ('cpu_efficiency', 'cpu_efficiency'),
          ('ram_efficiency', 'ram_efficiency'), ('total_efficiency', 'total_efficiency')]) }},
-    current_cpu_request_cores,
-    recommended_cpu_request_cores,
-    current_ram_request_bytes,
-    recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(changes_requests=true) }}
 from priced

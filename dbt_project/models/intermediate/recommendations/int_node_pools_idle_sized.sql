@@ -21,12 +21,9 @@ pool_hours as (
         sum(n.fixed_cpu_kwh) as fixed_kwh,
         sum(n.fixed_cpu_kwh * n.carbon_intensity_g_per_kwh * n.pue) as fixed_co2e_g,
         sum(n.co2e_embodied_g) as embodied_g,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(n.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('n') }}
     from days
-    join {{ ref('int_node_hours_recorded') }} as n
-        on n.cluster = days.cluster and n.hour_ts >= days.window_start_ts and n.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_node_hours_recorded'), 'n') }}
     where n.instance_type is not null
     group by days.usage_date, n.cluster, n.instance_type, n.availability_zone, n.hour_ts
 ),
@@ -87,12 +84,5 @@ select
          ('cpu_allocatable_per_node', 'cpu_allocatable_per_node'),
          ('ram_allocatable_per_node', 'ram_allocatable_per_node'), ('idle_cpu_share', 'idle_cpu_share'),
          ('idle_ram_share', 'idle_ram_share'), ('headroom', rec_param('node_headroom'))]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from removable

@@ -9,8 +9,7 @@ cluster_intensity as (
     select days.usage_date, days.cluster,
            sum(n.energy_kwh * n.carbon_intensity_g_per_kwh * n.pue) / nullif(sum(n.energy_kwh), 0) as intensity_x_pue
     from days
-    join {{ ref('int_node_hours_recorded') }} as n
-        on n.cluster = days.cluster and n.hour_ts >= days.window_start_ts and n.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_node_hours_recorded'), 'n') }}
     group by days.usage_date, days.cluster
 ),
 
@@ -25,8 +24,7 @@ volumes as (
         sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_usd_per_month,
         sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_kwh_per_month
     from days
-    join {{ ref('int_volume_hours_recorded') }} as v
-        on v.cluster = days.cluster and v.hour_ts >= days.window_start_ts and v.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_volume_hours_recorded'), 'v') }}
     group by days.usage_date, v.cluster, v.pv
 ),
 
@@ -52,12 +50,5 @@ select
         "case when pvc is null then 'Delete unclaimed volume ' || pv
               else 'Delete claim ' || namespace || '/' || pvc || ' (volume ' || pv || '): no pod mounted it' end",
         [('pv', 'pv'), ('pvc', 'pvc'), ('unclaimed', 'pvc is null')]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    saving_usd_per_month,
-    saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns() }}
 from flagged

@@ -23,12 +23,9 @@ workload_hours as (
         days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone,
         sum(h.energy_kwh * h.pue) as energy_pue_kwh,
         sum(h.co2e_operational_g) as co2e_g,
-        {%- for col, code in rec_input_flags() %}
-        bool_or(h.{{ col }}) as {{ col }}{% if not loop.last %},{% endif %}
-        {%- endfor %}
+        {{ rec_flags_any('h') }}
     from days
-    join {{ ref('int_workload_hours_recorded') }} as h
-        on h.cluster = days.cluster and h.hour_ts >= days.window_start_ts and h.usage_date <= days.usage_date
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller is not null and h.carbon_zone is not null
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone
 ),
@@ -70,13 +67,6 @@ select
         [('carbon_zone', 'carbon_zone'), ('other_cluster', 'other_cluster'), ('other_zone', 'other_zone'),
          ('co2e_g_in_window', 'co2e_g'), ('other_co2e_g_in_window', 'other_co2e_g'),
          ('basis', "'estimate: the same hourly energy at the other zone''s landed intensity of the same hours'")]) }},
-    cast(null as double) as current_cpu_request_cores,
-    cast(null as double) as recommended_cpu_request_cores,
-    cast(null as double) as current_ram_request_bytes,
-    cast(null as double) as recommended_ram_request_bytes,
-    cast(0 as double) as saving_usd_per_month,
-    cast(0 as double) as saving_kwh_per_month,
-    saving_co2e_g_per_month,
-    estimation_reasons
+    {{ rec_closing_columns(saves_money=false) }}
 from best
 where pick = 1 and saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}
