@@ -346,6 +346,28 @@ def test_configured_files_are_checked_relative_to_the_config(tmp_path, monkeypat
     assert load_settings(p).pricing.node_csv == "prices/nodes.csv"
 
 
+def test_a_leading_tilde_in_configured_paths_is_the_home_folder(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "prices").mkdir(parents=True)
+    (home / "prices" / "nodes.csv").write_text("InstanceID,AssetClass,MarketPriceHourly\n")
+    (home / "ca.pem").write_text("x")
+    (home / "token").write_text("secret\n")
+    monkeypatch.setenv("HOME", str(home))
+    cfg = tmp_path / "etc"
+    cfg.mkdir()
+    p = write(cfg, "warehouse:\n  path: ~/wh/k.duckdb\n  serving_path: ~/wh/s.duckdb\n  parquet_path: ~/lake\n"
+                   "pricing:\n  node_csv: ~/prices/nodes.csv\n"
+                   "clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'http://p:9090', "
+                   "ca_file: ~/ca.pem, bearer_token_file: ~/token}\n")
+    s = load_settings(p)  # the pricing and CA files are found under HOME, not under etc/~
+    assert s.warehouse_path == home / "wh" / "k.duckdb"
+    assert s.serving_path == home / "wh" / "s.duckdb"
+    assert s.parquet_path == home / "lake"
+    assert s.resolve(s.pricing.node_csv) == home / "prices" / "nodes.csv"
+    assert s.clusters[0].prometheus.bearer_token() == "secret"
+    assert not (cfg / "~").exists()
+
+
 def test_a_directory_or_fifo_named_as_a_file_is_not_reported_missing(tmp_path):
     (tmp_path / "sheet.csv").mkdir()
     p = write(tmp_path, "pricing:\n  instance_sheet: sheet.csv\n")
