@@ -89,7 +89,6 @@ class CarbonSettings:
     base_url: str | None = None
     token_env: str = "ELECTRICITYMAPS_TOKEN"
     emission_factor_type: str = "lifecycle"
-    carry_forward_hours: int = 0
     timeout_s: float = 30.0
     verify_tls: bool = True
 
