@@ -236,3 +236,25 @@ def step_bounds(window: Window, step: str | None = None, accumulate: str | None 
         if len(bounds) > MAX_STEPS:
             raise QueryError("step", step or accumulate, f"at most {MAX_STEPS} sets per query; use a larger step")
     return bounds
+
+
+MAX_LIMIT = 100_000  # rows per answer page (offset/limit)
+FORMATS = ("json", "csv")
+
+
+def checked_window(window: str, now: datetime | None, step: str | None, accumulate: str | None, fmt: str,
+                   offset: int, limit: int | None) -> tuple[Window, DaySpan, list[tuple[datetime, datetime]]]:
+    """The checks the allocation and asset queries share (format, offset/limit, window, step): the window, the
+    days of it the marts can answer, and the step bounds (none when no day can be answered; a CSV answer is one
+    accumulated set). Steps are checked even then, so a bad step is a 400 in any window."""
+    if fmt not in FORMATS:
+        raise QueryError("format", fmt, "use json or csv")
+    if not 0 <= offset <= MAX_LIMIT:
+        raise QueryError("offset", offset, f"an integer 0..{MAX_LIMIT}")
+    if limit is not None and not 0 < limit <= MAX_LIMIT:
+        raise QueryError("limit", limit, f"an integer 1..{MAX_LIMIT}")
+    win = parse_window(window, now)
+    span = answerable_days(win, now, window)
+    steps = step_bounds(Window(span.start, max(span.end, span.start + DAY)), step,
+                        "all" if fmt == "csv" else accumulate)
+    return win, span, [] if span.empty else steps
