@@ -8,15 +8,14 @@ provider_id. Every value is a bound parameter; field names come from allow-lists
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from pipelines.serving.aggregates import Params
 from pipelines.serving.errors import QueryError
 from pipelines.serving.filters import Condition, Group, Node, parse_filter
 from pipelines.serving.params import filter_quote, param_int, param_list, tolerance_notes
-from pipelines.serving.windows import checked_window
+from pipelines.serving.windows import WindowQuery
 
 UNDEFINED = "__undefined__"  # OpenCost's key segment for an empty property
 # aggregate / filter name → column of the asset relation; fields compared without case are marked True
@@ -128,24 +127,11 @@ def _legacy_filter(params: dict[str, str]) -> str:
 
 
 @dataclass
-class AssetQuery:
-    window: str
-    aggregate: str = ""
-    filter: str = ""
-    step: str | None = None
-    accumulate: str | None = None
-    offset: int = 0
-    limit: int | None = None
-    format: str = "json"
-    notes: tuple[str, ...] = ()
-    now: datetime | None = None
-    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
+class AssetQuery(WindowQuery):
     def validate(self) -> dict[str, Any]:
         if self._checked:
             return self._checked
-        _, span, steps = checked_window(self.window, self.now, self.step, self.accumulate, self.format,
-                                        self.offset, self.limit)
+        _, span, steps = self.checked_window()
         params = Params()
         key = key_sql(self.aggregate, params)
         where = compile_asset_filter(parse_asset_filter(self.filter), params)

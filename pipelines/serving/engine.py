@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ from pipelines.serving.extras import (
 )
 from pipelines.serving.filters import compile_filter, parse_filter
 from pipelines.serving.sharing_macros import sharing_macros
-from pipelines.serving.windows import DaySpan, checked_window
+from pipelines.serving.windows import DaySpan, WindowQuery
 
 SPLITS = ("weighted", "even")
 # where shared namespaces/labels and shareCost are pooled: over the whole set (OpenCost) or per cluster (the marts)
@@ -64,14 +64,9 @@ def policy_defaults(sharing: Any) -> dict[str, Any]:
 
 
 @dataclass
-class AllocationQuery:
+class AllocationQuery(WindowQuery):
     """Every parameter of an allocation query; `validate()` raises QueryError naming the bad one."""
 
-    window: str
-    aggregate: str = ""
-    filter: str = ""
-    step: str | None = None
-    accumulate: str | None = None
     idle: bool = True
     share_idle: bool = False
     idle_split: str = "weighted"
@@ -86,12 +81,6 @@ class AllocationQuery:
     aggregated_metadata: bool = False  # includeAggregatedMetadata
     proportional_asset_costs: bool = False  # includeProportionalAssetResourceCosts
     cost_metric: str = "cumulative"  # cumulative | hourly | daily | monthly
-    notes: tuple[str, ...] = ()  # warnings from parameter mapping (ignored parameters…)
-    offset: int = 0
-    limit: int | None = None
-    format: str = "json"
-    now: datetime | None = None
-    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def validate(self) -> dict[str, Any]:
         if self._checked:
@@ -111,8 +100,7 @@ class AllocationQuery:
             if not sep or not v:
                 raise QueryError("shareLabels", lv, "use label:value[,label:value…] (e.g. app:prometheus)")
             check_map_key("shareLabels", lv, k.strip())
-        win, span, steps = checked_window(self.window, self.now, self.step, self.accumulate, self.format,
-                                          self.offset, self.limit)
+        win, span, steps = self.checked_window()
         params = Params()
         key_sql = aggregate_key_sql(self.aggregate, params)
         filter_sql = compile_filter(parse_filter(self.filter), params)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from pipelines.serving.errors import QueryError
 from pipelines.timeutil import DAY, from_epoch, midnight, naive_utc, utc_now
@@ -242,19 +243,35 @@ MAX_LIMIT = 100_000  # rows per answer page (offset/limit)
 FORMATS = ("json", "csv")
 
 
-def checked_window(window: str, now: datetime | None, step: str | None, accumulate: str | None, fmt: str,
-                   offset: int, limit: int | None) -> tuple[Window, DaySpan, list[tuple[datetime, datetime]]]:
-    """The checks the allocation and asset queries share (format, offset/limit, window, step): the window, the
-    days of it the marts can answer, and the step bounds (none when no day can be answered; a CSV answer is one
-    accumulated set). Steps are checked even then, so a bad step is a 400 in any window."""
-    if fmt not in FORMATS:
-        raise QueryError("format", fmt, "use json or csv")
-    if not 0 <= offset <= MAX_LIMIT:
-        raise QueryError("offset", offset, f"an integer 0..{MAX_LIMIT}")
-    if limit is not None and not 0 < limit <= MAX_LIMIT:
-        raise QueryError("limit", limit, f"an integer 1..{MAX_LIMIT}")
-    win = parse_window(window, now)
-    span = answerable_days(win, now, window)
-    steps = step_bounds(Window(span.start, max(span.end, span.start + DAY)), step,
-                        "all" if fmt == "csv" else accumulate)
-    return win, span, [] if span.empty else steps
+@dataclass
+class WindowQuery:
+    """The parameters every query over a window has (allocation and asset queries extend it); the subclass's
+    `validate()` fills `_checked` once."""
+
+    window: str
+    aggregate: str = ""
+    filter: str = ""
+    step: str | None = None
+    accumulate: str | None = None
+    offset: int = 0
+    limit: int | None = None
+    format: str = "json"
+    notes: tuple[str, ...] = ()  # warnings from parameter mapping (ignored parameters…)
+    now: datetime | None = None
+    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def checked_window(self) -> tuple[Window, DaySpan, list[tuple[datetime, datetime]]]:
+        """The shared checks (format, offset/limit, window, step): the window, the days of it the marts can
+        answer, and the step bounds (none when no day can be answered; a CSV answer is one accumulated set).
+        Steps are checked even then, so a bad step is a 400 in any window."""
+        if self.format not in FORMATS:
+            raise QueryError("format", self.format, "use json or csv")
+        if not 0 <= self.offset <= MAX_LIMIT:
+            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
+        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
+            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
+        win = parse_window(self.window, self.now)
+        span = answerable_days(win, self.now, self.window)
+        steps = step_bounds(Window(span.start, max(span.end, span.start + DAY)), self.step,
+                            "all" if self.format == "csv" else self.accumulate)
+        return win, span, [] if span.empty else steps
