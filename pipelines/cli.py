@@ -115,31 +115,30 @@ def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> i
                                        f"{_cluster_label(settings, None)}", body)
 
 
-def cmd_materialize(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
-    check_range(settings, args.date, args.date, flags=("--date", "--date"))
+def _materialize_range(args: argparse.Namespace, settings: Settings, argv: list[str], start: date, end: date,
+                       flags: tuple[str, str], header: str, done: str) -> int:
+    """`materialize` and `backfill`: build start..end for --cluster (or every cluster); `header` and `done` (the
+    closing line, before " in N s") name the days as each command does."""
+    check_range(settings, start, end, flags=flags)
     if args.cluster:
         settings.cluster(args.cluster)
 
     def body(session: Session) -> None:
-        materialize_days(settings, args.date, args.date, cluster=args.cluster, reporter=session.reporter)
-        session.reporter.echo(f"materialised {args.date} in {session.elapsed():.1f} s")
+        materialize_days(settings, start, end, cluster=args.cluster, reporter=session.reporter)
+        session.reporter.echo(f"{done} in {session.elapsed():.1f} s")
 
-    return _work(args, settings, argv, f"kubeledger materialize: {args.date} for cluster(s) "
-                                       f"{_cluster_label(settings, args.cluster)}", body)
+    return _work(args, settings, argv, f"{header} for cluster(s) {_cluster_label(settings, args.cluster)}", body)
+
+
+def cmd_materialize(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    return _materialize_range(args, settings, argv, args.date, args.date, ("--date", "--date"),
+                              f"kubeledger materialize: {args.date}", f"materialised {args.date}")
 
 
 def cmd_backfill(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
-    check_range(settings, args.start, args.end)
-    if args.cluster:
-        settings.cluster(args.cluster)
-    days = (args.end - args.start).days + 1
-
-    def body(session: Session) -> None:
-        materialize_days(settings, args.start, args.end, cluster=args.cluster, reporter=session.reporter)
-        session.reporter.echo(f"backfilled {days} day(s) {args.start}..{args.end} in {session.elapsed():.1f} s")
-
-    return _work(args, settings, argv, f"kubeledger backfill: {days} day(s) {args.start}..{args.end} for "
-                                       f"cluster(s) {_cluster_label(settings, args.cluster)}", body)
+    days = f"{(args.end - args.start).days + 1} day(s) {args.start}..{args.end}"
+    return _materialize_range(args, settings, argv, args.start, args.end, ("--start", "--end"),
+                              f"kubeledger backfill: {days}", f"backfilled {days}")
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:

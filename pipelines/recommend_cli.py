@@ -16,9 +16,10 @@ import sys
 from datetime import date, timedelta
 from typing import Any
 
+from pipelines.serving.cli import error_exit
 from pipelines.serving.errors import QueryError
 from pipelines.serving.savings import KINDS, Selection, load_recommendations, recommendation_row
-from pipelines.serving.snapshots import ServingUnavailable, SnapshotPool
+from pipelines.serving.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
 
 CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth", "savingKwhPerMonth",
@@ -98,18 +99,9 @@ def run_recommend(args: argparse.Namespace, settings: Settings) -> int:
         _window_days(args.window, settings)
         sel = _selection(args)
         sel.validate()
-        pool = SnapshotPool(settings.serving_path)
-        try:
-            with pool.lease() as snap:
-                raw, notes = load_recommendations(snap.con.cursor(), sel)
-        finally:
-            pool.close()
-    except QueryError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 2 if exc.status == 400 else 1
-    except ServingUnavailable as exc:
-        print(f"error: {exc.reason}", file=sys.stderr)
-        return 1
+        raw, notes = read_once(settings.serving_path, lambda con: load_recommendations(con, sel))
+    except (QueryError, ServingUnavailable) as exc:
+        return error_exit(exc)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     rows = [recommendation_row(r) for r in raw]

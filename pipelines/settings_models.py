@@ -40,7 +40,7 @@ class PrometheusSettings:
             if value:
                 return value.strip()
         if self.bearer_token_file:
-            return Path(self.bearer_token_file).read_text().strip()
+            return Path(self.bearer_token_file).expanduser().read_text().strip()
         return None
 
     def basic_auth(self) -> tuple[str, str] | None:
@@ -89,7 +89,6 @@ class CarbonSettings:
     base_url: str | None = None
     token_env: str = "ELECTRICITYMAPS_TOKEN"
     emission_factor_type: str = "lifecycle"
-    carry_forward_hours: int = 0
     timeout_s: float = 30.0
     verify_tls: bool = True
 
@@ -211,8 +210,9 @@ class Settings:
         raise SettingsError(f"cluster {name!r} is not configured; configured clusters: {allowed}")
 
     def resolve(self, path: str) -> Path:
-        """Paths in the file are relative to the file's folder (or the working directory without a file)."""
-        p = Path(path)
+        """Paths in the file are relative to the file's folder (or the working directory without a file); a
+        leading `~` is the user's home, as in a shell."""
+        p = Path(path).expanduser()
         if p.is_absolute():
             return p
         base = Path(self.source_file).parent if self.source_file else Path.cwd()

@@ -119,7 +119,6 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "clusters[].prometheus.scrape_interval_s": NumberRange(1, 3600, what="seconds"),
     "clusters[].prometheus.max_concurrency": NumberRange(1, 64, integer=True, what="parallel queries"),
     "clusters[].kubernetes.page_size": NumberRange(1, 10_000, integer=True, what="objects per list call"),
-    "carbon.carry_forward_hours": NumberRange(0, 720, integer=True, what="hours"),
     "carbon.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
     "boavizta.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
     "pricing.cpu_discount_pct": NumberRange(0, 100, what="a percentage"),

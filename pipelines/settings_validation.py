@@ -283,7 +283,7 @@ def check_files(s: Settings, ctx: ValidationContext) -> None:
             for name in ("bearer_token_file", "client_cert_file", "client_key_file", "ca_file"):
                 value = getattr(c.prometheus, name)
                 if value:  # opened as given by the Prometheus client
-                    checks.append((f"clusters[{i}].prometheus.{name}", Path(value),
+                    checks.append((f"clusters[{i}].prometheus.{name}", Path(value).expanduser(),
                                    "point it at an existing file"))
         k = c.kubernetes
         if k.enabled and not k.in_cluster and k.kubeconfig:

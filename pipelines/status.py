@@ -48,30 +48,30 @@ def human(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def _open(path: Path) -> Any:
+def _rows(path: Path, sql: str, params: list[Any] | None = None) -> list[tuple] | None:
+    """Rows of a read-only query on a warehouse file: [] without the file or the table, None if it cannot be
+    opened (another process writing it)."""
     import duckdb
 
     if not path.is_file():
+        return []
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
         return None
-    return duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    except duckdb.CatalogException:
+        return []
+    finally:
+        con.close()
 
 
 def mart_days(path: Path) -> dict[str, dict[date, float | None]] | None:
     """{cluster: {day: hour_coverage}} from marts.fct_cluster_daily of a warehouse file; None if unreadable."""
-    import duckdb
-
-    try:
-        con = _open(path)
-    except duckdb.Error:
+    rows = _rows(path, "select cluster, usage_date, hour_coverage from marts.fct_cluster_daily")
+    if rows is None:
         return None
-    if con is None:
-        return {}
-    try:
-        rows = con.execute("select cluster, usage_date, hour_coverage from marts.fct_cluster_daily").fetchall()
-    except duckdb.CatalogException:
-        rows = []
-    finally:
-        con.close()
     out: dict[str, dict[date, float | None]] = {}
     for cluster, day, coverage in rows:
         out.setdefault(cluster, {})[day] = coverage
@@ -79,24 +79,11 @@ def mart_days(path: Path) -> dict[str, dict[date, float | None]] | None:
 
 
 def raw_hours_by_day(path: Path, days: list[date]) -> dict[tuple[str, date], int] | None:
-    import duckdb
-
     if not days:
         return {}
-    try:
-        con = _open(path)
-    except duckdb.Error:
-        return None
-    if con is None:
-        return {}
-    try:
-        rows = con.execute("select cluster, cast(hour_ts as date), count(distinct hour_ts) from raw.node_hours "
-                           "where cast(hour_ts as date) in (select unnest(?)) group by 1, 2", [days]).fetchall()
-    except duckdb.CatalogException:
-        rows = []
-    finally:
-        con.close()
-    return {(c, d): n for c, d, n in rows}
+    rows = _rows(path, "select cluster, cast(hour_ts as date), count(distinct hour_ts) from raw.node_hours "
+                       "where cast(hour_ts as date) in (select unnest(?)) group by 1, 2", [days])
+    return None if rows is None else {(c, d): n for c, d, n in rows}
 
 
 def last_runs(settings: Settings) -> list[RunInfo] | None:

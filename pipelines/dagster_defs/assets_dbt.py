@@ -21,8 +21,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
@@ -36,6 +35,7 @@ from pipelines.dagster_defs.dbt_args import (
     dbt_vars,
     parse_args,
 )
+from pipelines.dagster_defs.instance import exclusive_lock
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
@@ -191,15 +191,9 @@ def run_folders_root(settings: Settings, asset_name: str) -> Path:
     return dbt_state_dir(settings.warehouse_path) / "runs" / asset_name
 
 
-@contextmanager
-def _in_use(folder: Path) -> Iterator[None]:
+def _in_use(folder: Path) -> AbstractContextManager[None]:
     """Hold the folder's lock while dbt writes there: a prune in another process leaves it alone."""
-    with open(folder / RUN_LOCK, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return exclusive_lock(folder / RUN_LOCK)
 
 
 def prune_run_folders(root: Path, keep: int) -> list[Path]:

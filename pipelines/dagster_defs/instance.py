@@ -139,14 +139,21 @@ def prepare_dagster_home(settings: Settings) -> Path:
 
 
 @contextmanager
-def instance_lock(home: Path) -> Iterator[None]:
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / LOCK_NAME, "a+") as fh:
+def exclusive_lock(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_file` (created if missing) for the block; waits for another holder."""
+    with open(lock_file, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(home / LOCK_NAME):
+        yield
 
 
 def storage_problems(home: Path) -> list[str]:

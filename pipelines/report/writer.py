@@ -73,15 +73,11 @@ def build_context(con: Any, period: Period, source: str) -> dict[str, Any]:
 
 def write_report(settings: Settings, day: date, weekly: bool = False) -> Report:
     """Write the daily report of `day` (or the weekly report of its ISO week) and prune old ones."""
-    from pipelines.serving.snapshots import SnapshotPool
+    from pipelines.serving.snapshots import read_once
 
     period = Period.of(day, weekly)
-    pool = SnapshotPool(settings.serving_path, memory_limit=settings.warehouse.memory_limit, threads=1)
-    try:
-        with pool.lease() as snap:
-            context = build_context(snap.con, period, str(settings.serving_path))
-    finally:
-        pool.close()
+    context = read_once(settings.serving_path, lambda con: build_context(con, period, str(settings.serving_path)),
+                        memory_limit=settings.warehouse.memory_limit, threads=1)
     path = report_path(settings, period)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

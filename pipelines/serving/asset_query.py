@@ -8,18 +8,16 @@ provider_id. Every value is a bound parameter; field names come from allow-lists
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
 from pipelines.serving.aggregates import Params
 from pipelines.serving.errors import QueryError
 from pipelines.serving.filters import Condition, Group, Node, parse_filter
 from pipelines.serving.params import filter_quote, param_int, param_list, tolerance_notes
-from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
+from pipelines.serving.windows import WindowQuery
 
 UNDEFINED = "__undefined__"  # OpenCost's key segment for an empty property
-MAX_LIMIT = 100_000
 # aggregate / filter name → column of the asset relation; fields compared without case are marked True
 PROPERTIES: dict[str, tuple[str, bool]] = {
     "type": ("asset_type", True), "assettype": ("asset_type", True), "category": ("category", True),
@@ -129,37 +127,15 @@ def _legacy_filter(params: dict[str, str]) -> str:
 
 
 @dataclass
-class AssetQuery:
-    window: str
-    aggregate: str = ""
-    filter: str = ""
-    step: str | None = None
-    accumulate: str | None = None
-    offset: int = 0
-    limit: int | None = None
-    format: str = "json"
-    notes: tuple[str, ...] = ()
-    now: datetime | None = None
-    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
+class AssetQuery(WindowQuery):
     def validate(self) -> dict[str, Any]:
         if self._checked:
             return self._checked
-        if self.format not in ("json", "csv"):
-            raise QueryError("format", self.format, "use json or csv")
-        if not 0 <= self.offset <= MAX_LIMIT:
-            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
-        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
-            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
-        win = parse_window(self.window, self.now)
-        span: DaySpan = answerable_days(win, self.now, self.window)
-        accumulate = "all" if self.format == "csv" else self.accumulate
-        steps = step_bounds(Window(span.start, max(span.end, span.start + timedelta(days=1))), self.step, accumulate)
+        _, span, steps = self.checked_window()
         params = Params()
         key = key_sql(self.aggregate, params)
         where = compile_asset_filter(parse_asset_filter(self.filter), params)
-        self._checked = {"span": span, "steps": [] if span.empty else steps, "params": params, "key_sql": key,
-                         "filter_sql": where}
+        self._checked = {"span": span, "steps": steps, "params": params, "key_sql": key, "filter_sql": where}
         return self._checked
 
 

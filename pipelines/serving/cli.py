@@ -12,7 +12,7 @@ from typing import Any
 
 from pipelines.serving.engine import AllocationQuery, answer_allocations, policy_defaults, to_csv
 from pipelines.serving.errors import QueryError
-from pipelines.serving.snapshots import ServingUnavailable, SnapshotPool
+from pipelines.serving.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
 
 TABLE_FIELDS = ("cpuCost", "ramCost", "gpuCost", "pvCost", "networkCost", "loadBalancerCost", "sharedCost",
@@ -72,6 +72,15 @@ def _table(sets: list[dict[str, dict[str, Any]]]) -> str:
     return "\n".join(lines) + "\n" if lines else "(no allocations)\n"
 
 
+def error_exit(exc: QueryError | ServingUnavailable) -> int:
+    """Print a serving command's error; its exit code: 2 bad input, 1 no data or no serving copy."""
+    if isinstance(exc, ServingUnavailable):
+        print(f"error: {exc.reason}", file=sys.stderr)
+        return 1
+    print(f"error: {exc.message}", file=sys.stderr)
+    return 2 if exc.status == 400 else 1
+
+
 def run_allocation_cli(argv: list[str], settings: Settings) -> int:
     """Parse `argv` (without the subcommand), query the serving copy, print; 0 ok, 2 bad input, 1 no data."""
     try:
@@ -84,18 +93,9 @@ def run_allocation_cli(argv: list[str], settings: Settings) -> int:
             share_cost=a.share_cost, share_split=a.share_split, share_scope=a.share_scope, offset=a.offset, limit=a.limit,
             format="csv" if a.format == "csv" else "json")
         q.validate()
-        pool = SnapshotPool(settings.serving_path)
-        try:
-            with pool.lease() as snap:
-                answer = answer_allocations(snap.con.cursor(), q)
-        finally:
-            pool.close()
-    except QueryError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 2 if exc.status == 400 else 1
-    except ServingUnavailable as exc:
-        print(f"error: {exc.reason}", file=sys.stderr)
-        return 1
+        answer = read_once(settings.serving_path, lambda con: answer_allocations(con, q))
+    except (QueryError, ServingUnavailable) as exc:
+        return error_exit(exc)
     if answer.warning:
         print(f"warning: {answer.warning}", file=sys.stderr)
     sets = answer.sets

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -28,13 +28,12 @@ from pipelines.serving.extras import (
 )
 from pipelines.serving.filters import compile_filter, parse_filter
 from pipelines.serving.sharing_macros import sharing_macros
-from pipelines.serving.windows import DaySpan, Window, answerable_days, parse_window, step_bounds
+from pipelines.serving.windows import DaySpan, WindowQuery
 
 SPLITS = ("weighted", "even")
 # where shared namespaces/labels and shareCost are pooled: over the whole set (OpenCost) or per cluster (the marts)
 SHARE_SCOPES = ("all", "cluster")
-FORMATS = ("json", "csv")
-MAX_LIMIT = 100_000
+
 
 def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
     columns = [dict(c) for c in allocation_columns()]
@@ -65,14 +64,9 @@ def policy_defaults(sharing: Any) -> dict[str, Any]:
 
 
 @dataclass
-class AllocationQuery:
+class AllocationQuery(WindowQuery):
     """Every parameter of an allocation query; `validate()` raises QueryError naming the bad one."""
 
-    window: str
-    aggregate: str = ""
-    filter: str = ""
-    step: str | None = None
-    accumulate: str | None = None
     idle: bool = True
     share_idle: bool = False
     idle_split: str = "weighted"
@@ -87,12 +81,6 @@ class AllocationQuery:
     aggregated_metadata: bool = False  # includeAggregatedMetadata
     proportional_asset_costs: bool = False  # includeProportionalAssetResourceCosts
     cost_metric: str = "cumulative"  # cumulative | hourly | daily | monthly
-    notes: tuple[str, ...] = ()  # warnings from parameter mapping (ignored parameters…)
-    offset: int = 0
-    limit: int | None = None
-    format: str = "json"
-    now: datetime | None = None
-    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def validate(self) -> dict[str, Any]:
         if self._checked:
@@ -104,27 +92,15 @@ class AllocationQuery:
             raise QueryError("shareScope", self.share_scope,
                              "use all (share across the whole answer, as OpenCost does) or cluster (within each "
                              "cluster, as marts.fct_allocation_shared_daily does)")
-        if self.format not in FORMATS:
-            raise QueryError("format", self.format, "use json or csv")
         if not (isinstance(self.share_cost, (int, float)) and math.isfinite(self.share_cost)
                 and 0 <= self.share_cost < 1e12):
             raise QueryError("shareCost", self.share_cost, "a monthly amount in USD, 0 or more")
-        if not 0 <= self.offset <= MAX_LIMIT:
-            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
-        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
-            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
         for lv in self.share_labels:
             k, sep, v = lv.partition(":")
             if not sep or not v:
                 raise QueryError("shareLabels", lv, "use label:value[,label:value…] (e.g. app:prometheus)")
             check_map_key("shareLabels", lv, k.strip())
-        win = parse_window(self.window, self.now)
-        span = answerable_days(win, self.now, self.window)
-        accumulate = "all" if self.format == "csv" else self.accumulate
-        # steps are validated even when no day can be answered, so a bad step is a 400 in any window
-        steps = step_bounds(Window(span.start, max(span.end, span.start + timedelta(days=1))), self.step, accumulate)
-        if span.empty:
-            steps = []
+        win, span, steps = self.checked_window()
         params = Params()
         key_sql = aggregate_key_sql(self.aggregate, params)
         filter_sql = compile_filter(parse_filter(self.filter), params)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -296,30 +296,21 @@ def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _summary_route() -> Route:
+def _selection_route(shape: Callable[[list[dict[str, Any]]], Any]) -> Route:
+    """A route answering `shape(recommendations)` for our selection parameters (window, filter, kind, sortBy,
+    limit)."""
     def validate(params: dict[str, str]) -> None:
         _our_selection(params).validate()
 
     def run(cur: duckdb.DuckDBPyConnection, params: dict[str, str]) -> Reply:
         rows, notes = load_recommendations(cur, _our_selection(params))
         notes = tolerance_notes(params, ("window", "filter", "kind", "sortBy", "limit"), {}) + notes
-        return ok(savings_summary(rows), notes)
-
-    return Route(fn=run, validate=validate)
-
-
-def _recommendations_route() -> Route:
-    def validate(params: dict[str, str]) -> None:
-        _our_selection(params).validate()
-
-    def run(cur: duckdb.DuckDBPyConnection, params: dict[str, str]) -> Reply:
-        rows, notes = load_recommendations(cur, _our_selection(params))
-        notes = tolerance_notes(params, ("window", "filter", "kind", "sortBy", "limit"), {}) + notes
-        return ok([recommendation_row(r) for r in rows], notes)
+        return ok(shape(rows), notes)
 
     return Route(fn=run, validate=validate)
 
 
 def savings_routes(settings: Settings) -> dict[str, Route]:
-    return {"/model/savings/requestSizingV2": _request_sizing_route(settings), "/model/savings": _summary_route(),
-            "/kubeledger/recommendations": _recommendations_route()}
+    return {"/model/savings/requestSizingV2": _request_sizing_route(settings),
+            "/model/savings": _selection_route(savings_summary),
+            "/kubeledger/recommendations": _selection_route(lambda rows: [recommendation_row(r) for r in rows])}

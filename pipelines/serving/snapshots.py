@@ -15,16 +15,17 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
 from pipelines.warehouse.publish import API_SNAPSHOT_GLOB, api_snapshot_dir
 
+T = TypeVar("T")
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.+?) \(PID (\d+)\)")
 
 
@@ -195,6 +196,17 @@ class SnapshotPool:
                 snap.con.close()
             self._draining.clear()
             self._current = None
+
+
+def read_once(serving_path: Path, read: Callable[[duckdb.DuckDBPyConnection], T], **pool_options: Any) -> T:
+    """`read` on one lease of the serving copy, for a one-shot command (CLI, report) that needs no pool after;
+    raises ServingUnavailable without a copy."""
+    pool = SnapshotPool(serving_path, **pool_options)
+    try:
+        with pool.lease() as snap:
+            return read(snap.con)
+    finally:
+        pool.close()
 
 
 def _bi_copy_lock(serving_path: Path) -> str | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from pipelines.serving.errors import QueryError
 from pipelines.timeutil import DAY, from_epoch, midnight, naive_utc, utc_now
@@ -236,3 +237,41 @@ def step_bounds(window: Window, step: str | None = None, accumulate: str | None 
         if len(bounds) > MAX_STEPS:
             raise QueryError("step", step or accumulate, f"at most {MAX_STEPS} sets per query; use a larger step")
     return bounds
+
+
+MAX_LIMIT = 100_000  # rows per answer page (offset/limit)
+FORMATS = ("json", "csv")
+
+
+@dataclass
+class WindowQuery:
+    """The parameters every query over a window has (allocation and asset queries extend it); the subclass's
+    `validate()` fills `_checked` once."""
+
+    window: str
+    aggregate: str = ""
+    filter: str = ""
+    step: str | None = None
+    accumulate: str | None = None
+    offset: int = 0
+    limit: int | None = None
+    format: str = "json"
+    notes: tuple[str, ...] = ()  # warnings from parameter mapping (ignored parameters…)
+    now: datetime | None = None
+    _checked: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def checked_window(self) -> tuple[Window, DaySpan, list[tuple[datetime, datetime]]]:
+        """The shared checks (format, offset/limit, window, step): the window, the days of it the marts can
+        answer, and the step bounds (none when no day can be answered; a CSV answer is one accumulated set).
+        Steps are checked even then, so a bad step is a 400 in any window."""
+        if self.format not in FORMATS:
+            raise QueryError("format", self.format, "use json or csv")
+        if not 0 <= self.offset <= MAX_LIMIT:
+            raise QueryError("offset", self.offset, f"an integer 0..{MAX_LIMIT}")
+        if self.limit is not None and not 0 < self.limit <= MAX_LIMIT:
+            raise QueryError("limit", self.limit, f"an integer 1..{MAX_LIMIT}")
+        win = parse_window(self.window, self.now)
+        span = answerable_days(win, self.now, self.window)
+        steps = step_bounds(Window(span.start, max(span.end, span.start + DAY)), self.step,
+                            "all" if self.format == "csv" else self.accumulate)
+        return win, span, [] if span.empty else steps

@@ -68,6 +68,12 @@ class _Kind:
     method: str  # list method on the official API class
     path: str  # for messages and RBAC hints
 
+    def rbac_hint(self) -> str:
+        """The ClusterRole rule this kind needs: verb `list` on its resource in its API group (deploy/kubernetes)."""
+        parts = self.path.strip("/").split("/")  # api/v1/<resource> | apis/<group>/v1/<resource>
+        group = parts[1] if parts[0] == "apis" else ""
+        return f'grant verb "list" on resource "{parts[-1]}" in API group "{group}" to the ClusterRole'
+
 
 KINDS: tuple[_Kind, ...] = (
     _Kind("Node", "core", "list_node", "/api/v1/nodes"),
@@ -413,7 +419,7 @@ def extract_kubernetes_snapshot(
             try:
                 items = _list_all(cluster.name, list_fn, spec, page_size, stats)
             except _KindUnavailable as exc:
-                hint = " (grant get/list on it in the ClusterRole)" if exc.status == 403 else ""
+                hint = f" ({spec.rbac_hint()})" if exc.status == 403 else ""
                 warnings.append(f"cluster {cluster.name}: skipped {spec.kind}: GET {spec.path} "
                                 f"returned HTTP {exc.status}: {exc.message}{hint}")
                 skipped.append(spec.kind)

@@ -24,6 +24,8 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -56,18 +58,41 @@ class PublishResult:
     bytes: int
 
 
+@contextmanager
+def _new_catalog(tmp: Path, working_path: Path, name: str, kind: str
+                 ) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
+    """A new DuckDB file `tmp` attached as `name` (schemas marts and bi) next to the working warehouse (read-only).
+    The block fills `name`.marts and lists what it made (`kind` table or view); then the marts' comments and the
+    sql/bi views over them are added and the file is closed. On failure the half-written file goes."""
+    con = duckdb.connect()
+    made: list[str] = []
+    try:
+        con.execute(f"attach '{_q(tmp)}' as {name} (storage_version '{SERVING_STORAGE_VERSION}')")
+        con.execute(f"attach '{_q(working_path)}' as working (read_only)")
+        con.execute(f"create schema {name}.marts")
+        con.execute(f"create schema {name}.bi")
+        yield con, made
+        copy_comments(con, "working", name, made, kind=kind)
+        con.execute("detach working")
+        con.execute(f"use {name}")
+        create_bi_views(con, name, set(made))
+        con.execute("use memory")
+        con.execute(f"detach {name}")
+    except BaseException:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+        raise
+    con.close()
+
+
 def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResult:
     """Copy the marts (and sql/bi views) from the working warehouse into a new file and swap it in."""
     serving_path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_tmp(serving_path)
     tmp = serving_path.with_name(f".{serving_path.name}.{uuid.uuid4().hex}.tmp")
-    con = duckdb.connect()
     counts: dict[str, int] = {}
-    try:
-        con.execute(f"attach '{_q(tmp)}' as serving (storage_version '{SERVING_STORAGE_VERSION}')")
-        con.execute(f"attach '{_q(working_path)}' as working (read_only)")
-        con.execute("create schema serving.marts")
-        con.execute("create schema serving.bi")
+    with _new_catalog(tmp, working_path, "serving", "table") as (con, made):
         existing = {r[0] for r in con.execute(
             "select table_name from duckdb_tables() where database_name = 'working' and schema_name = 'marts'"
         ).fetchall()}
@@ -77,17 +102,7 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
             # identifiers come from MART_TABLES, never from input
             con.execute(f"create table serving.marts.{table} as select * from working.marts.{table}")  # noqa: S608
             counts[table] = con.execute(f"select count(*) from serving.marts.{table}").fetchone()[0]  # noqa: S608
-        copy_comments(con, "working", "serving", list(counts))
-        con.execute("detach working")
-        con.execute("use serving")
-        create_bi_views(con, "serving", set(counts))
-        con.execute("use memory")
-        con.execute("detach serving")
-    except BaseException:
-        con.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    con.close()
+            made.append(table)
     _write_api_snapshot(tmp, serving_path)
     os.replace(tmp, serving_path)
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
@@ -293,13 +308,7 @@ def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path 
         if stale.stat().st_mtime < time.time() - 3600:
             stale.unlink(missing_ok=True)
     tmp = lake_path.with_name(f".{lake_path.name}.{uuid.uuid4().hex}.tmp")
-    con = duckdb.connect()
-    try:
-        con.execute(f"attach '{_q(tmp)}' as lake (storage_version '{SERVING_STORAGE_VERSION}')")
-        con.execute(f"attach '{_q(working_path)}' as working (read_only)")
-        con.execute("create schema lake.marts")
-        con.execute("create schema lake.bi")
-        made: list[str] = []
+    with _new_catalog(tmp, working_path, "lake", "view") as (con, made):
         for table in marts:
             columns = [r[0] for r in con.execute(
                 "select column_name from duckdb_columns() where database_name = 'working' and schema_name = 'marts' "
@@ -308,18 +317,6 @@ def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path 
                 continue
             con.execute(f"create view lake.marts.{_ident(table)} as {lake_view_sql(parquet_root, table, columns)}")
             made.append(table)
-        copy_comments(con, "working", "lake", made, kind="view")
-        con.execute("detach working")
-        con.execute("use lake")
-        create_bi_views(con, "lake", set(made))
-        con.execute("use memory")
-        con.execute("detach lake")
-    except BaseException:
-        con.close()
-        tmp.unlink(missing_ok=True)
-        tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
-        raise
-    con.close()
     os.replace(tmp, lake_path)
     return lake_path
 

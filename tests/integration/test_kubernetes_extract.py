@@ -157,6 +157,16 @@ def test_forbidden_kind_degrades_with_warning(standin: K8sStandIn) -> None:
     (warning,) = result.metadata["warnings"]
     assert "eks-prod" in warning and "/api/v1/nodes" in warning and "403" in warning
     assert 'cannot list resource "nodes"' in warning
+    assert 'grant verb "list" on resource "nodes" in API group "" to the ClusterRole' in warning
+    assert "get" not in warning.split("(grant", 1)[1]  # list is the only verb the extractor needs
+
+
+def test_rbac_hint_names_the_resource_and_api_group_of_each_kind() -> None:
+    hints = {spec.kind: spec.rbac_hint() for spec in k8s.KINDS}
+    assert hints["Deployment"] == 'grant verb "list" on resource "deployments" in API group "apps" to the ClusterRole'
+    assert hints["CronJob"] == 'grant verb "list" on resource "cronjobs" in API group "batch" to the ClusterRole'
+    assert hints["PersistentVolumeClaim"].endswith('resource "persistentvolumeclaims" in API group "" to the '
+                                                   "ClusterRole")
 
 
 def test_every_kind_forbidden_fails(standin: K8sStandIn) -> None:

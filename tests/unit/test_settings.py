@@ -136,7 +136,8 @@ BAD_VALUES = [
     ("quality:\n  min_hour_coverage: 0\n", ["quality.min_hour_coverage", "above 0 up to 1"]),
     ("carbon:\n  timeout_s: 0\n", ["carbon.timeout_s", "above 0 up to 3600"]),
     ("boavizta:\n  timeout_s: 1.0e+9\n", ["boavizta.timeout_s", "above 0 up to 3600"]),
-    ("carbon:\n  carry_forward_hours: -1\n", ["carbon.carry_forward_hours", "0..720"]),
+    # removed: no model ever read it (METHOD B4 step 2 is not applied); an old file naming it is told so
+    ("carbon:\n  carry_forward_hours: 0\n", ["carbon.carry_forward_hours", "unknown key"]),
     ("clusters:\n  - name: a\n    prometheus: {retries: 1000}\n", ["clusters[0].prometheus.retries", "0..20"]),
     ("clusters:\n  - name: a\n    prometheus: {scrape_interval_s: 0}\n",
      ["clusters[0].prometheus.scrape_interval_s", "1..3600"]),
@@ -344,6 +345,28 @@ def test_configured_files_are_checked_relative_to_the_config(tmp_path, monkeypat
     p = write(tmp_path, "pricing:\n  node_csv: prices/nodes.csv\n")
     monkeypatch.chdir(tmp_path.parent)  # not the config's folder
     assert load_settings(p).pricing.node_csv == "prices/nodes.csv"
+
+
+def test_a_leading_tilde_in_configured_paths_is_the_home_folder(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "prices").mkdir(parents=True)
+    (home / "prices" / "nodes.csv").write_text("InstanceID,AssetClass,MarketPriceHourly\n")
+    (home / "ca.pem").write_text("x")
+    (home / "token").write_text("secret\n")
+    monkeypatch.setenv("HOME", str(home))
+    cfg = tmp_path / "etc"
+    cfg.mkdir()
+    p = write(cfg, "warehouse:\n  path: ~/wh/k.duckdb\n  serving_path: ~/wh/s.duckdb\n  parquet_path: ~/lake\n"
+                   "pricing:\n  node_csv: ~/prices/nodes.csv\n"
+                   "clusters:\n  - name: a\n    source: prometheus\n    prometheus: {url: 'http://p:9090', "
+                   "ca_file: ~/ca.pem, bearer_token_file: ~/token}\n")
+    s = load_settings(p)  # the pricing and CA files are found under HOME, not under etc/~
+    assert s.warehouse_path == home / "wh" / "k.duckdb"
+    assert s.serving_path == home / "wh" / "s.duckdb"
+    assert s.parquet_path == home / "lake"
+    assert s.resolve(s.pricing.node_csv) == home / "prices" / "nodes.csv"
+    assert s.clusters[0].prometheus.bearer_token() == "secret"
+    assert not (cfg / "~").exists()
 
 
 def test_a_directory_or_fifo_named_as_a_file_is_not_reported_missing(tmp_path):

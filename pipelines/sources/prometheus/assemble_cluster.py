@@ -12,7 +12,7 @@ of the optional series.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,15 +43,21 @@ _NODE_LABEL_KEYS = {
 
 
 class ClusterFrames(QueryParts):
-    def nodes(self) -> pd.DataFrame:
+    def _keyed_rows(self, column: str) -> tuple[dict[tuple[datetime, str], dict[str, Any]],
+                                                 Callable[[datetime, str], dict[str, Any]]]:
+        """Rows keyed by (hour, value of `column`), and the function returning one of them (made on first use)."""
         rows: dict[tuple[datetime, str], dict[str, Any]] = {}
 
-        def row(h: datetime, node: str) -> dict[str, Any]:
-            r = rows.get((h, node))
+        def row(h: datetime, value: str) -> dict[str, Any]:
+            r = rows.get((h, value))
             if r is None:
-                r = rows[(h, node)] = {"cluster": self.cluster, "hour_ts": h, "node": node, "_source": SOURCE}
+                r = rows[(h, value)] = {"cluster": self.cluster, "hour_ts": h, column: value, "_source": SOURCE}
             return r
 
+        return rows, row
+
+    def nodes(self) -> pd.DataFrame:
+        rows, row = self._keyed_rows("node")
         for h, lab, _ in self.part("nodes", "info"):
             if lab.get("node"):
                 row(h, lab["node"])["provider_id"] = lab.get("provider_id") or None
@@ -84,14 +90,7 @@ class ClusterFrames(QueryParts):
         return to_frame(list(rows.values()), NODE_COLS)
 
     def volumes(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        rows: dict[tuple[datetime, str], dict[str, Any]] = {}
-
-        def row(h: datetime, pv: str) -> dict[str, Any]:
-            r = rows.get((h, pv))
-            if r is None:
-                r = rows[(h, pv)] = {"cluster": self.cluster, "hour_ts": h, "pv": pv, "_source": SOURCE}
-            return r
-
+        rows, row = self._keyed_rows("pv")
         for h, lab, _ in self.part("volumes", "pv"):
             pv = lab.get("persistentvolume")
             if pv:

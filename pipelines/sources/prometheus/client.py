@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import random
 import re
 import time
@@ -104,11 +105,12 @@ class PrometheusClient:
         basic = settings.basic_auth()
         if basic:
             s.auth = basic
-        if settings.client_cert_file:
-            s.cert = (settings.client_cert_file, settings.client_key_file) if settings.client_key_file \
-                else settings.client_cert_file
-        if settings.ca_file:
-            s.verify = settings.ca_file
+        cert, key, ca = (os.path.expanduser(f) if f else None  # `~` as in a shell, like every configured path
+                         for f in (settings.client_cert_file, settings.client_key_file, settings.ca_file))
+        if cert:
+            s.cert = (cert, key) if key else cert
+        if ca:
+            s.verify = ca
         elif not settings.verify_tls:
             log.warning("cluster %s: TLS verification is OFF for %s (prometheus.verify_tls: false)",
                         cluster, self.base_url)
