@@ -32,6 +32,8 @@ def num(metric: str, value: float | int | None, kind: str, /, **keys: Any) -> Ma
         return Markup(f'<span class="num na" data-metric="{escape(metric)}" data-value=""{attrs}>–</span>')
     fmt, scale, unit = FORMATS[kind]
     text = fmt.format(value / scale) + unit
+    if kind == "usd" and value < 0:
+        text = "-" + fmt.format(-value / scale) + unit  # -$1.00, not $-1.00
     return Markup(f'<span class="num" data-metric="{escape(metric)}" data-value="{float(value)!r}" '
                   f'data-scale="{scale!r}"{attrs}>{escape(text)}</span>')
 
@@ -63,6 +65,10 @@ th,td{padding:4px 8px;border-bottom:1px solid #edf0f4;text-align:left;vertical-a
 th{background:#f5f7fa;font-weight:600}td.r,th.r{text-align:right;white-space:nowrap}
 .up{color:#b3261e}.down{color:#1e7d32}figure{margin:10px 0}figure svg{max-width:100%;height:auto}
 details{font-size:12px;margin:0 0 12px}.two{display:grid;grid-template-columns:1fr 1fr;gap:18px}
+#recommendations{table-layout:fixed}#recommendations td{overflow-wrap:anywhere}#recommendations th{white-space:normal}
+#recommendations th:nth-child(1){width:23%}#recommendations th:nth-child(2){width:27%}
+#recommendations th:nth-child(3){width:8%}#recommendations th:nth-child(7){width:12%}
+#recommendations td:last-child{font-size:11px}
 .notice{background:#fff8e1;border:1px solid #f0d58c;padding:8px 12px;border-radius:6px;font-size:13px}
 </style></head>
 <body>
@@ -182,7 +188,7 @@ build it with a kubeledger version that has recommendations to see what to chang
 <td class="r">{{ num("recommendation_usd", r.saving_usd_per_month, "usd", **keys) }}</td>
 <td class="r">{{ num("recommendation_kwh", r.saving_kwh_per_month, "kwh", **keys) }}</td>
 <td class="r">{{ num("recommendation_co2e_g", r.saving_co2e_g_per_month, "co2e_g", **keys) }}</td>
-<td>{{ ("yes: " ~ r.estimation_reasons) if r.is_estimated else "no" }}</td></tr>
+<td>{{ ("yes: " ~ (r.estimation_reasons | replace(",", ", "))) if r.is_estimated else "no" }}</td></tr>
 {% endfor %}</table>
 {% endif %}
 <p class="muted">kubeledger {{ version }}. Every figure on this page carries its value and keys in data-* attributes.</p>

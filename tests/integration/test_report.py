@@ -223,7 +223,8 @@ def check_numbers(page: Page, serving: Path) -> int:
                 continue
             value = float(a["data-value"])
             assert want is not None and abs(value - want) <= REL * max(1.0, abs(want)), (a, want)
-            shown = re.search(r"[-+]?[\d,]*\.?\d+", a["text"]).group(0).replace(",", "")
+            m = re.search(r"([-+]?)\$?([\d,]*\.?\d+)", a["text"])  # -$1.00 and -1.000 kg alike
+            shown = m.group(1) + m.group(2).replace(",", "")
             decimals = len(shown.partition(".")[2])
             scale = float(a["data-scale"])
             assert abs(float(shown) * scale - value) <= (0.5 * 10 ** -decimals + 1e-12) * scale, a
