@@ -12,10 +12,12 @@ bash scripts/ci/setup_postgres.sh
 bash scripts/ci/setup_chromium.sh
 export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 .venv/bin/ruff check .
-# SQL lint with the dbt templater (.sqlfluff): dbt's compile goes to a temp dir, nothing is written into the tree
+# SQL lint with the dbt templater (.sqlfluff): dbt's compile and partial parse go to a temp dir (the templater takes
+# its target path from sqlfluff config, not from DBT_TARGET_PATH), so nothing is written into the tree
 lint_tmp="$(mktemp -d)"
+printf '[sqlfluff:templater:dbt]\ntarget_path = %s\n' "$lint_tmp/target" > "$lint_tmp/sqlfluff.cfg"
 KUBELEDGER_WAREHOUSE="$lint_tmp/lint.duckdb" DBT_TARGET_PATH="$lint_tmp/target" DBT_LOG_PATH="$lint_tmp/logs" \
-    .venv/bin/sqlfluff lint dbt_project/models dbt_project/tests
+    .venv/bin/sqlfluff lint --config "$lint_tmp/sqlfluff.cfg" dbt_project/models dbt_project/tests
 rm -rf "$lint_tmp"
 # Two groups, so the load tests' time shows on its own; pytest's exit 5 (no test in a group, e.g. when a single file
 # is given) is not a failure.
