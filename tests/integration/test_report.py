@@ -12,7 +12,6 @@ from datetime import date, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import dagster as dg
 import duckdb
@@ -25,7 +24,8 @@ from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir, run_c
 pytestmark = pytest.mark.integration
 DAYS = (D1, D2, D3)
 REL = 1e-9
-# a tiny recommendation mart in the contract's columns (H4 builds the real one): two rows on D3, one on D2
+# the pipeline builds marts.fct_recommendation_daily; its rows are replaced by these known ones (two on D3, one
+# on D2) so the page's order and selection can be checked
 RECOMMENDATIONS = [
     (D3, "demo", "r1", "container_rightsizing", "checkout", "deployment", "checkout-web", "web", "checkout/web",
      "Lower the CPU request of checkout/web from 500m to 200m.", "high", 12.5, 3.25, 1234.5, False, ""),
@@ -34,10 +34,9 @@ RECOMMENDATIONS = [
     (D2, "demo", "r3", "unclaimed_volume", "data", None, None, None, "pvc-1", "Delete the unclaimed volume pvc-1.",
      "high", 4.0, 0.0, 0.0, False, ""),
 ]
-REC_COLUMNS = ("usage_date date, cluster varchar, recommendation_id varchar, kind varchar, namespace varchar, "
-               "controller_kind varchar, controller varchar, container varchar, target varchar, action varchar, "
-               "confidence varchar, saving_usd_per_month double, saving_kwh_per_month double, "
-               "saving_co2e_g_per_month double, is_estimated boolean, estimation_reasons varchar")
+REC_COLUMNS = ("usage_date, cluster, recommendation_id, kind, namespace, controller_kind, controller, container, "
+               "target, action, confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, "
+               "is_estimated, estimation_reasons")
 
 
 def _chromium() -> str:
@@ -49,24 +48,22 @@ def _chromium() -> str:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three days built and published by the CLI (which writes the reports through the Dagster asset), then a
-    recommendation mart added to the warehouse and published again."""
+    """Three days built and published by the CLI (which writes the reports through the Dagster asset), then the
+    recommendation mart's rows replaced by known ones and published again."""
     return add_recommendations(published_workdir(tmp_path_factory, "report", DAYS))
 
 
 def add_recommendations(work: Path) -> Path:
     wh = work / "wh"
-    # the pipeline's own reports were written before the recommendation mart existed: keep one to check the notice
-    shutil.copy(wh / "reports" / "daily" / f"{D3}.html", work / "before-recommendations.html")
+    # the pipeline's own report of D3, with the recommendations the pipeline computed
+    shutil.copy(wh / "reports" / "daily" / f"{D3}.html", work / "pipeline-report.html")
     con = duckdb.connect(str(wh / "kubeledger.duckdb"))
-    con.execute(f"create table marts.fct_recommendation_daily ({REC_COLUMNS})")
-    con.executemany(f"insert into marts.fct_recommendation_daily values ({', '.join('?' * 16)})",  # noqa: S608
-                    RECOMMENDATIONS)
+    con.execute("delete from marts.fct_recommendation_daily")
+    con.executemany(f"insert into marts.fct_recommendation_daily ({REC_COLUMNS}) "  # noqa: S608
+                    f"values ({', '.join('?' * 16)})", RECOMMENDATIONS)
     con.close()
-    # the publish copies the marts it lists; list the recommendation mart if it is not there yet
-    tables = tuple(dict.fromkeys((*publish.MART_TABLES, "fct_recommendation_daily")))
-    with mock.patch.object(publish, "MART_TABLES", tables):
-        publish.publish_serving_copy(wh / "kubeledger.duckdb", wh / "serving.duckdb")
+    assert "fct_recommendation_daily" in publish.MART_TABLES
+    publish.publish_serving_copy(wh / "kubeledger.duckdb", wh / "serving.duckdb")
     return work
 
 
@@ -254,8 +251,8 @@ def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
     assert sorted(p.name for p in (reports / "daily").glob("*.html")) == [f"{d}.html" for d in DAYS]
     # 2026-03-01 is a Sunday (ISO week 9), 03-02 and 03-03 are in week 10
     assert sorted(p.name for p in (reports / "weekly").glob("*.html")) == ["2026-W09.html", "2026-W10.html"]
-    before = (workdir / "before-recommendations.html").read_text()
-    assert 'id="recommendations-missing"' in before
+    # the pipeline's own page lists the recommendations it computed (the demo has some every day)
+    assert 'id="recommendations"' in (workdir / "pipeline-report.html").read_text()
     # the Dagster UI shows the main chart and the file (the template workdir's path: this one is its copy)
     from pipelines.dagster_defs.instance import open_instance
     from pipelines.settings import load_settings
@@ -266,6 +263,18 @@ def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
     assert meta["report"].endswith(f"/wh/reports/daily/{D3}.html") and meta["reports_written"] == 5
     chart = meta["main_chart"].split("data:image/svg+xml;base64,", 1)[1].rstrip(")")
     assert base64.b64decode(chart).decode().startswith("<svg")
+
+
+def test_a_warehouse_without_the_recommendation_mart_gets_a_notice(workdir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy, ignore=shutil.ignore_patterns("reports", "dagster", "state", ".api-snapshots"))
+    con = duckdb.connect(str(copy / "wh" / "serving.duckdb"))
+    con.execute("drop table marts.fct_recommendation_daily")
+    con.close()
+    path = Path(run_cli(copy, "report", "--date", D3.isoformat()).stdout.strip().splitlines()[-1])
+    assert path.is_relative_to(copy)
+    html = path.read_text()
+    assert 'id="recommendations-missing"' in html and 'id="recommendations"' not in html
 
 
 @pytest.mark.parametrize("weekly", [False, True], ids=["daily", "weekly"])
