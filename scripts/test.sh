@@ -11,7 +11,7 @@ bash scripts/ci/setup_boavizta.sh
 bash scripts/ci/setup_postgres.sh
 bash scripts/ci/setup_chromium.sh
 export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
-.venv/bin/ruff check .
+.venv/bin/ruff check --no-cache .
 # SQL lint with the dbt templater (.sqlfluff): dbt's compile and partial parse go to a temp dir (the templater takes
 # its target path from sqlfluff config, not from DBT_TARGET_PATH), so nothing is written into the tree
 lint_tmp="$(mktemp -d)"
