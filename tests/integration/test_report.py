@@ -19,7 +19,7 @@ import pytest
 
 from pipelines.report.writer import prune_reports
 from pipelines.warehouse import publish
-from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir, run_cli
+from tests.fixtures.pipeline_workdir import D1, D2, D3, FOREIGN_ENV, published_workdir, run_cli
 
 pytestmark = pytest.mark.integration
 DAYS = (D1, D2, D3)
@@ -246,7 +246,7 @@ def not_blank(shot: Path) -> None:
 
 # --- the tests ----------------------------------------------------------------------------------------------
 
-def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
+def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reports = workdir / "wh" / "reports"
     assert sorted(p.name for p in (reports / "daily").glob("*.html")) == [f"{d}.html" for d in DAYS]
     # 2026-03-01 is a Sunday (ISO week 9), 03-02 and 03-03 are in week 10
@@ -257,9 +257,11 @@ def test_the_pipeline_writes_daily_and_weekly_reports(workdir: Path) -> None:
     from pipelines.dagster_defs.instance import open_instance
     from pipelines.settings import load_settings
 
+    # the workdir's own instance (under its warehouse folder, where the CLI wrote), not a suite-wide DAGSTER_HOME
+    for name in FOREIGN_ENV:
+        monkeypatch.delenv(name, raising=False)
     instance = open_instance(load_settings(str(workdir / "kubeledger.yaml")), print)
-    # the suite shares one Dagster instance: find this build's materialisation (the run over D1..D3), not the
-    # latest one of whichever test ran last
+    # the template build's materialisation of the D1..D3 range
     records = instance.fetch_materializations(dg.AssetKey(["serving", "report"]), limit=1000).records
     metas = [{k: getattr(v, "value", v) for k, v in r.asset_materialization.metadata.items()} for r in records]
     ours = [m for m in metas if str(m.get("report", "")).endswith(f"/wh/reports/daily/{D3}.html")]
