@@ -95,6 +95,11 @@ def format_table(title: str, stages: list[StageResult]) -> str:
         lines.append(f"{s.name:<14}{_fmt_int(s.rows_in):>13}{_fmt_int(s.rows_out):>13}{s.wall_s:>9.2f}"
                      f"{s.work_s:>9.2f}{s.peak_rss_mib:>14,.0f}{rate:>12}")
     transform = [s for s in stages if s.name.startswith("dbt ") and s.name not in ("dbt test", "dbt seed")]
+    load = next((s for s in stages if s.name == "load" and s.data.get("rows_per_s")), None)
+    if load:
+        lines.append(f"{'':<14}load: {load.rows_out:,} rows landed in {load.work_s:.2f} s = "
+                     f"{load.data['rows_per_s']:,.0f} rows/s (CPU {load.data['cpu_seconds']:.2f} s; load average "
+                     f"{load.data['loadavg']:.2f})")
     if transform:
         lines.append(f"{'dbt transform':<14}{'':>13}{'':>13}{sum(s.wall_s for s in transform):>9.2f}"
                      f"{sum(s.work_s for s in transform):>9.2f}{max(s.peak_rss_mib for s in transform):>14,.0f}")

@@ -1,6 +1,6 @@
 """Landing: every write replaces exactly its partitions in one transaction; a failure leaves the old rows."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
@@ -78,3 +78,37 @@ def test_unknown_tables_and_columns_are_refused(con):
     frame = pd.DataFrame([{"cluster": "c", "hour_ts": H0, "namespace": "n", "evil": 1}])
     with pytest.raises(LandingError, match="unknown column"):
         replace_partitions(con, {"namespace_hours": frame}, [{"cluster": "c", "hour_ts": H0}])
+
+
+def test_one_delete_replaces_partitions_across_clusters_and_hours(con):
+    """The partition set spans two clusters and two hours (one delete per table); a third hour and a third
+    cluster stay; a batch with one row outside the set is refused before anything is touched."""
+    H2 = datetime(2026, 11, 27, 12)
+    small = DemoSettings(nodes=4, pods_per_node=3)
+    runs = {name: extract_demo_hours(ClusterSettings(name=name, demo=small), [H0, H1, H2]) for name in "abc"}
+    for r in runs.values():
+        replace_partitions(con, r.batches, r.partitions)
+    before = snapshot(con, "container_hours")
+    parts = [{"cluster": c, "hour_ts": h} for c in "ab" for h in (H0, H1)]
+    inside = {t: pd.concat([runs[c].batches[t] for c in "ab"], ignore_index=True) for t in ("container_hours",
+                                                                                          "node_hours")}
+    inside = {t: f[f["hour_ts"] < H2].reset_index(drop=True) for t, f in inside.items()}
+    stray = runs["c"].batches["container_hours"].head(1)  # cluster c, hour H0: not named
+    bad = {**inside, "container_hours": pd.concat([inside["container_hours"], stray], ignore_index=True)}
+    with pytest.raises(LandingError, match=r"raw\.container_hours: 1 row\(s\) fall outside the partitions"):
+        replace_partitions(con, bad, parts)
+    assert snapshot(con, "container_hours") == before
+    # the named partitions are replaced by a batch with fewer rows; every other partition keeps its rows
+    kept = {t: f.groupby(["cluster", "hour_ts"]).head(2).reset_index(drop=True) for t, f in inside.items()}
+    written = replace_partitions(con, kept, parts)
+    assert written == {t: len(f) for t, f in kept.items()}
+    counts = dict(((c, h), n) for c, h, n in con.execute(
+        "select cluster, hour_ts, count(*) from raw.container_hours group by all").fetchall())
+    for c in "abc":
+        for h in (H0, H1, H2):
+            expected = 2 if c in "ab" and h != H2 else len(runs[c].batches["container_hours"].query("hour_ts == @h"))
+            assert counts[(c, h)] == expected, (c, h)
+    # a tz-aware partition value names the same hour as the naive UTC rows
+    aware = [{"cluster": "a", "hour_ts": H2.replace(tzinfo=UTC)}]
+    only_a2 = runs["a"].batches["node_hours"].query("hour_ts == @H2")
+    assert replace_partitions(con, {"node_hours": only_a2}, aware) == {"node_hours": len(only_a2)}
