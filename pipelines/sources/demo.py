@@ -24,6 +24,7 @@ import pandas as pd
 
 from pipelines.settings import ClusterSettings
 from pipelines.sources.base import COVERAGE_TABLE, OPTIONAL_SERIES, ExtractResult, hour_floor
+from pipelines.sources.demo_fit import fit_usage
 from pipelines.sources.demo_shapes import (
     _KIND_CTRL,
     _KIND_OWNER,
@@ -193,14 +194,18 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime) -> 
     d = _diurnal(hod)
     cores = np.where(np.isnan(cpu_req), co["abs_cpu"].to_numpy()[ci], cpu_req * co["eff"].to_numpy()[ci])
     cores = cores * d * rng.lognormal(0, 0.15, n_c)
+    mem = np.where(np.isnan(ram_req), co["abs_ram"].to_numpy()[ci], ram_req * co["mem_eff"].to_numpy()[ci])
+    mem = mem * (0.9 + 0.1 * d) * rng.lognormal(0, 0.05, n_c)
+    # a node runs no more than it has: Σ max(request, usage) within capacity in every node-hour
+    node_c, run_h = node_i[rep], run / 60
+    cores = fit_usage(node_c, run_h, cpu_req, cores, nodes["cpu_capacity_cores"].to_numpy() * node_rm / 60)
+    mem = fit_usage(node_c, run_h, ram_req, mem, nodes["ram_capacity_bytes"].to_numpy() * node_rm / 60)
     if topo.burst_cont is not None and hod == 10 and (topo.burst_cont == ci).any():
         # one node-hour whose demand Σ max(request, usage) exceeds capacity, while usage itself still fits
         j = int(np.flatnonzero(ci == topo.burst_cont)[0])
         same = (node_i[rep] == node_i[rep][j]) & on
         others = float((cores * run / 60)[same].sum() - cores[j] * run[j] / 60)
         cores[j] = max(0.92 * nodes["cpu_capacity_cores"].iloc[node_i[rep][j]] - others, 1.5 * cpu_req[j])
-    mem = np.where(np.isnan(ram_req), co["abs_ram"].to_numpy()[ci], ram_req * co["mem_eff"].to_numpy()[ci])
-    mem = mem * (0.9 + 0.1 * d) * rng.lognormal(0, 0.05, n_c)
     gpu_util = np.full(n_c, np.nan)
     util = float(np.clip(0.15 + 0.6 * d + rng.normal(0, 0.05), 0.02, 0.98))
     gpu_util[~np.isnan(gpu_req) & on] = util

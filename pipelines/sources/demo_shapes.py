@@ -72,6 +72,7 @@ _TEMPLATES: tuple[_Template, ...] = (
     _Template("aws", "m5.xlarge", "eu-west-1", "eu-west-1b", "spot-eu", spot=True),
 )
 _REPEAT = tuple(t for t in _TEMPLATES if not t.role)
+DEMO_FEATURE_NODES = len(_TEMPLATES)  # clusters up to this size carry the deliberate over-allocation hour
 _STORAGE_CLASS = {"aws": "gp3", "gcp": "pd-ssd", "azure": "managed-csi", "onprem": "local-path"}
 
 # Pod kinds

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pipelines.settings import ClusterSettings
 from pipelines.sources import demo_scenario
+from pipelines.sources.demo_fit import fit_requests
 from pipelines.sources.demo_shapes import (
     _APPS,
     _CPU_MENU,
@@ -24,6 +25,7 @@ from pipelines.sources.demo_shapes import (
     CARBON_ZONE_LABEL,
     CRON,
     DAY_S,
+    DEMO_FEATURE_NODES,
     DEPLOY,
     DS,
     GIB,
@@ -59,7 +61,7 @@ class _Topology:
     gpu_uuid: str | None
     gpu_node: int | None
     gpu_slot: int | None
-    burst_cont: int | None           # container that bursts above its node at 10:00 UTC
+    burst_cont: int | None           # container that bursts above its node at 10:00 UTC (<= 12 nodes only)
     base: int                        # hash base for (seed, cluster)
 
 
@@ -329,6 +331,7 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
 
     # Generic Deployments fill the remaining pod slots, sized to each node's free allocatable CPU.
     alloc = nodes["cpu_allocatable_cores"].to_numpy()
+    generic_dep: dict[int, int] = {}  # generic slot -> its Deployment
     quota = np.maximum(pods_per_node - count, 0)
     if gpu_node is not None:
         quota[gpu_node] = min(quota[gpu_node], 2)
@@ -388,8 +391,8 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
             if sidecar[s]:
                 conts.append(("log-shipper", nan, nan, nan, nan, nan, 0.005, 40 * MIB) if no_req_sidecar[d]
                              else ("istio-proxy", 0.1, 128 * MIB, 2.0, 1 * GIB, nan, 0, 0))
-            fixed(dep_ctrl[d], int(slot_node[s]), conts, DEPLOY, int(dep_T[d]), int(dep_o[d]),
-                  eff=float(dep_eff[d] * rng.uniform(0.85, 1.15)), net=float(dep_net[d]))
+            generic_dep[fixed(dep_ctrl[d], int(slot_node[s]), conts, DEPLOY, int(dep_T[d]), int(dep_o[d]),
+                              eff=float(dep_eff[d] * rng.uniform(0.85, 1.15)), net=float(dep_net[d]))] = int(d)
 
     # The scale-away node's afternoon replicas go where the most allocatable CPU is still free.
     if b.moved:
@@ -405,6 +408,10 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
             dest = int(np.argmax(free))
             free[dest] -= req[sid_]
             b.seg(sid_, DAY_S, 0, SCALE_AWAY_END_S + 60 + st, DAY_S + 30 + st, dest, 2)
+    # The scheduler's rule: a node's pods request no more than its allocatable (dense nodes scale their
+    # Deployments down; a layout that fits, like the 12-node demo's, is kept as it is).
+    b.cont = fit_requests(b.cont, [(x[0], x[5]) for x in b.segs] + [(i, x["node"]) for i, x in enumerate(b.slots)],
+                          generic_dep, alloc, nodes["ram_allocatable_bytes"].to_numpy())
 
     # Volumes: claims of the StatefulSets and shared/unmounted claims; one released PV without a claim.
     vols: list[dict[str, Any]] = []
@@ -463,7 +470,8 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
     segs = {k: seg[:, i] for i, k in enumerate(("slot", "T", "o", "rs", "re", "node", "tag"))}
     offset = np.r_[0, np.cumsum(slots["n_cont"].to_numpy())[:-1]].astype(np.int64)
     gh = _vhash(base, np.array([31, 32]))
-    burst = int(offset[burst_slot])
+    # the deliberate over-allocation hour is a feature of the 12-node block; larger (bench) clusters fit their nodes
+    burst = int(offset[burst_slot]) if n_nodes <= DEMO_FEATURE_NODES else None
     return _Topology(nodes, daily_end, namespaces, ctrl, slots, segs, cont, offset, pd.DataFrame(vols), mounts,
                      services, f"GPU-{_uuids(gh[:1], gh[1:])[0]}" if gpu_node is not None else None, gpu_node,
                      gpu_slot, burst, base)

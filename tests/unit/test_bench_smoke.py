@@ -44,8 +44,10 @@ def test_reconciliation_pass_and_fail(tmp_path):
     assert "FAIL" in format_reconciliation("tiny", r)
 
     clamped = tmp_path / "clamped.duckdb"
-    _marts(clamped, workload=12.0, idle=0.0, clamped=True)  # clamped idle: the cost identity is not required
-    assert reconcile(clamped, DAY, date(2025, 3, 4)).passed
+    _marts(clamped, workload=12.0, idle=0.0, clamped=True)  # a bench cluster fits its nodes: clamping is a FAIL
+    r = reconcile(clamped, DAY, date(2025, 3, 4))
+    assert not r.passed and r.clamped_days == 1 and "idle_clamped" in r.problems[0]
+    assert reconcile(clamped, DAY, date(2025, 3, 4), allow_clamped=True).passed  # the 12-node feature block
 
     energy = tmp_path / "energy.duckdb"
     _marts(energy, alloc_kwh=(1.5, 0.4))
