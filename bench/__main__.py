@@ -141,6 +141,7 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
             name = {"stg": "staging", "int": "intermediate", "fct": "marts"}.get(model.split("_")[0], "other")
             by_layer[name] = by_layer.get(name, 0.0) + secs
         print("    model time by layer: " + ", ".join(f"{k} {v:.2f} s" for k, v in by_layer.items()), flush=True)
+    step("scan pass", "scanpass")
     if args.test:
         step("dbt test", "dbt", layer="test")
     if args.days > 1:

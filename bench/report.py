@@ -106,6 +106,12 @@ def format_table(title: str, stages: list[StageResult]) -> str:
         lines.append(f"{'':<14}load: {load.rows_out:,} rows landed in {load.work_s:.2f} s = "
                      f"{load.data['rows_per_s']:,.0f} rows/s (CPU {load.data['cpu_seconds']:.2f} s; load average "
                      f"{load.data['loadavg']:.2f})")
+    scan = next((s for s in stages if s.name == "scan pass"), None)
+    if scan and transform and scan.work_s > 0:
+        model_s = sum(s.work_s for s in transform)
+        lines.append(f"{'':<14}transform ÷ scan-pass: {model_s / scan.work_s:.1f}× model time ({model_s:.2f} s vs one "
+                     f"scan-and-group of raw.container_hours {scan.work_s:.2f} s), "
+                     f"{sum(s.wall_s for s in transform) / scan.wall_s:.1f}× wall (target ≤ 8×)")
     if transform:
         lines.append(f"{'dbt transform':<14}{'':>13}{'':>13}{sum(s.wall_s for s in transform):>9.2f}"
                      f"{sum(s.work_s for s in transform):>9.2f}{max(s.peak_rss_mib for s in transform):>14,.0f}")

@@ -223,6 +223,38 @@ def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
     return {"models": models}
 
 
+def stage_scanpass(p: dict[str, Any]) -> dict[str, Any]:
+    """The floor the transform is measured against: ONE DuckDB scan-and-group pass over the same raw
+    container-hours (per container and day, every measure the allocation reads), with the transform's memory limit
+    and threads. The outer sums keep every aggregate alive (the optimizer would drop unread ones)."""
+    import duckdb
+
+    start, end = window(p)
+    con = duckdb.connect(str(paths(p)["warehouse"]), read_only=True,
+                         config={"memory_limit": p.get("memory_limit", "4GB"), "threads": str(p.get("threads", 2))})
+    try:
+        t = time.perf_counter()
+        groups, rows, _, _ = con.execute(
+            """
+            select count(*), sum(n), sum(run_min + coalesce(cpu_s, 0) + coalesce(cpu_max, 0) + coalesce(cpu_req, 0)
+                                         + coalesce(ram_use, 0) + coalesce(ram_req, 0)), count(node)
+            from (
+                select cluster, namespace, pod, pod_uid, container, date_trunc('day', hour_ts) as usage_date,
+                       count(*) as n, sum(running_minutes) as run_min,
+                       sum(cpu_usage_core_seconds) as cpu_s, max(cpu_usage_max_cores) as cpu_max,
+                       sum(cpu_request_cores * running_minutes) as cpu_req,
+                       sum(ram_usage_avg_bytes * running_minutes) as ram_use,
+                       sum(ram_request_bytes * running_minutes) as ram_req, any_value(node) as node
+                from raw.container_hours where hour_ts >= ? and hour_ts < ?
+                group by all
+            )
+            """, [start, end]).fetchone()
+        seconds = time.perf_counter() - t
+    finally:
+        con.close()
+    return {"rows_in": int(rows or 0), "rows_out": int(groups or 0), "seconds": seconds}
+
+
 def stage_replicate(p: dict[str, Any]) -> dict[str, Any]:
     """Copy the built day to the next days-1 days in every mart, shifting each DATE/TIMESTAMP column by k days."""
     import duckdb
@@ -337,7 +369,8 @@ def stage_prometheus(p: dict[str, Any]) -> dict[str, Any]:
             "table_rows": {t: len(f) for t, f in res.batches.items()}}
 
 
-STAGES = {"generate": stage_generate, "load": stage_load, "lookups": stage_lookups, "dbt": stage_dbt, "replicate": stage_replicate,
+STAGES = {"generate": stage_generate, "load": stage_load, "lookups": stage_lookups, "dbt": stage_dbt,
+          "scanpass": stage_scanpass, "replicate": stage_replicate,
           "publish": stage_publish, "query": stage_query, "prometheus": stage_prometheus}
 
 
