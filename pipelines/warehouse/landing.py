@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 # table -> the columns that identify one partition of it
@@ -59,7 +60,7 @@ def _catalogue(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 
 def _key(value: Any) -> Any:
     """A partition value as both the caller's partitions and the frame's cells compare: timestamps naive UTC."""
-    if isinstance(value, datetime):  # pd.Timestamp is a datetime
+    if isinstance(value, datetime | np.datetime64):  # pd.Timestamp is a datetime
         ts = pd.Timestamp(value)
         return ts.tz_convert(UTC).tz_localize(None) if ts.tzinfo is not None else ts
     return value
