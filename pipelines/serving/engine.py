@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import duckdb
@@ -37,8 +38,14 @@ SHARE_SCOPES = ("all", "cluster")
 
 
 def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
+    return _render_sharing_sql(relation_sql, json.dumps(options, sort_keys=True))
+
+
+@lru_cache(maxsize=256)
+def _render_sharing_sql(relation_sql: str, options_json: str) -> str:
+    # a request shape renders the same text every time (values are $-parameters): render it once
     columns = [dict(c) for c in allocation_columns()]
-    return str(sharing_macros().share_allocations(relation_sql, options=options, columns=columns))
+    return str(sharing_macros().share_allocations(relation_sql, options=json.loads(options_json), columns=columns))
 
 
 def hours_per_month() -> float:
