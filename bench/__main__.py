@@ -44,7 +44,8 @@ TARGETS = {
     "transform_5000_s": 180.0,
     "transform_5000_rss_mib": 6 * 1024.0,
     "transform_1000_s": 30.0,
-    "query_1000_30d_s": 1.0,
+    "query_1000_30d_s": 0.25,  # p95, both shapes (issue 17)
+    "query_5000_30d_s": 1.0,
     "prom_s_per_hour": 2.0,  # at 200 nodes / 4,000 pods (issue 17)
 }
 
@@ -260,10 +261,16 @@ def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days
         s = by[1000]
         out.append(f"1,000-node day transform {s['transform_s']:.1f} s (target < 30 s): "
                    + mark(s["transform_s"] < TARGETS["transform_1000_s"]))
-        if days >= 30 and s["queries"]:
+    for nodes, target in ((1000, TARGETS["query_1000_30d_s"]), (5000, TARGETS["query_5000_30d_s"])):
+        s = by.get(nodes)
+        if s and days >= 30 and s["queries"]:
             worst = max(q["p95"] for q in s["queries"].values())
-            out.append(f"1,000-node query over {days} days p95 {worst * 1000:.0f} ms (target < 1 s): "
-                       + mark(worst < TARGETS["query_1000_30d_s"]))
+            # an empty answer is not a measurement, and a rollup's answer must be the detail rows'
+            answered = all(q["keys"] > 0 for q in s["queries"].values())
+            same = all(q.get("same_as_detail") is not False for q in s["queries"].values())
+            out.append(f"{nodes:,}-node query over {days} days p95 {worst * 1000:.0f} ms (target <= {target:g} s): "
+                       + mark(worst <= target and answered and same) + ("" if answered else " (a shape answered nothing)")
+                       + ("" if same else " (rollup and detail answers differ)"))
     if prom is not None:
         sph, nodes = prom.data["seconds_per_hour"], prom.data.get("nodes", 200)
         target = TARGETS["prom_s_per_hour"]

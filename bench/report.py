@@ -128,6 +128,10 @@ def format_queries(stage: StageResult | None) -> str:
             lines.append(f"  {name:<56}{'> ' + format(q['p50'] * 1000, '.0f'):>10}{'(stopped)':>10}{'-':>7}{0:>5}")
             continue
         lines.append(f"  {name:<56}{q['p50'] * 1000:>10.1f}{q['p95'] * 1000:>10.1f}{q['keys']:>7}{q.get('n', 0):>5}")
+        if "source" in q:
+            same = {True: ", answer identical to the detail rows'", False: ", ANSWER DIFFERS from the detail rows'",
+                    None: ""}[q.get("same_as_detail")]
+            lines.append(f"    (read {q['source']}{same})")
     lines.append(f"  (over {stage.rows_in:,} rows of marts.fct_allocation_daily; query process peak RSS "
                  f"{stage.peak_rss_mib:,.0f} MiB)")
     return "\n".join(lines)

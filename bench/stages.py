@@ -297,22 +297,21 @@ def stage_publish(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def stage_query(p: dict[str, Any]) -> dict[str, Any]:
-    """n queries each: window=1d aggregate=namespace and aggregate=label:app shareIdle=true, over the serving copy
-    (and, with days > 1, over the whole span as an explicit RFC3339 pair)."""
+    """n queries each: aggregate=namespace and aggregate=label:app shareIdle=true over the whole span (an explicit
+    RFC3339 pair), on the serving copy."""
     import duckdb
 
-    from pipelines.serving.engine import AllocationQuery, query_allocations
+    from pipelines.serving.engine import AllocationQuery, _on_rollup, query_allocations
 
     day = date.fromisoformat(p["day"])
     n = int(p.get("queries", 20))
     days = int(p.get("days", 1))
     start = datetime(day.year, day.month, day.day)
-    if days > 1:
-        win = f"{start:%Y-%m-%dT%H:%M:%SZ},{start + timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
-        label = f"{days}d"
-    else:
-        win, label = "1d", "1d"
-    now = start + timedelta(hours=12)
+    # the span as an explicit pair, asked half a day after it ends: the engine answers complete days only (today
+    # never is), so asking from inside the span answered nothing (keys 0)
+    win = f"{start:%Y-%m-%dT%H:%M:%SZ},{start + timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
+    label = f"{days}d"
+    now = start + timedelta(days=days, hours=12)
     shapes = {
         f"window={label}&aggregate=namespace": dict(aggregate="namespace"),
         f"window={label}&aggregate=label:app&shareIdle=true": dict(aggregate="label:app", share_idle=True),
@@ -347,9 +346,27 @@ def stage_query(p: dict[str, Any]) -> dict[str, Any]:
             out[name] = {"p50": statistics.median(lat), "p95": lat[max(0, math.ceil(0.95 * len(lat)) - 1)],
                          "keys": len(sets[0]) if sets else 0, "n": len(lat) - int(timed_out and len(lat) == 1),
                          "timed_out": timed_out}
+            q = AllocationQuery(window=win, now=now, **kw)
+            chosen = _on_rollup(con, q)
+            out[name]["source"] = chosen[0] if chosen else "marts.fct_allocation_daily"
+            if chosen and sets is not None and not timed_out:
+                # the rollup's answer must be the detail table's (floats to 1e-9); the time of this one is not measured
+                out[name]["same_as_detail"] = same_answer(sets, query_allocations(con, q, rollup=False))
     finally:
         con.close()
     return {"rows_in": rows_scanned, "rows_out": 0, "queries": out}
+
+
+def same_answer(a: Any, b: Any, tol: float = 1e-9) -> bool:
+    """Equal JSON-like answers: same keys, floats within `tol` (relative or absolute). Key order is not compared:
+    keys are ordered by total cost, and keys whose costs tie exactly can swap with the summation order (threads)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(same_answer(a[k], b[k], tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_answer(x, y, tol) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+    return a == b
 
 
 def stage_prometheus(p: dict[str, Any]) -> dict[str, Any]:

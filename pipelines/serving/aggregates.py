@@ -25,16 +25,29 @@ AGGREGATE_ALLOWED = ("use a comma list of cluster, node, namespace, controllerKi
                      "statefulset, daemonset, job, service, pod, container, label:<key>, annotation:<key>, or all")
 
 
+class NotOnRollup(Exception):
+    """The request needs a column the allocation rollup does not keep: the engine reads the detail table."""
+
+
 @dataclass
 class Params:
-    """Named query parameters ($p0, $p1, …) collected while compiling."""
+    """Named query parameters ($p0, $p1, …) collected while compiling, and the relation compiled against:
+    the detail table (`rollup` None) or an allocation rollup (`rollup` = its label key -> column map)."""
 
     values: dict[str, Any] = field(default_factory=dict)
+    rollup: dict[str, str] | None = None
+    rollup_columns: frozenset[str] = frozenset()  # the detail columns the rollup keeps
 
     def bind(self, value: Any) -> str:
         name = f"p{len(self.values)}"
         self.values[name] = value
         return f"${name}"
+
+    def col(self, name: str) -> str:
+        """A detail column the expression reads; NotOnRollup when compiling for the rollup and it lacks it."""
+        if self.rollup is not None and name not in self.rollup_columns:
+            raise NotOnRollup(name)
+        return name
 
 
 def check_map_key(param: str, raw: str, key: str) -> str:
@@ -45,6 +58,10 @@ def check_map_key(param: str, raw: str, key: str) -> str:
 
 def map_lookup_sql(kind: str, key: str, params: Params) -> str:
     """Value of label/annotation `key` on a row: pod's own map first, then the namespace's (A13 precedence)."""
+    if params.rollup is not None:
+        if kind != "label" or key not in params.rollup:
+            raise NotOnRollup(f"{kind}:{key}")
+        return params.rollup[key]  # the same lookup, evaluated per detail row when the rollup was built
     own, ns = ("labels", "namespace_labels") if kind == "label" else ("annotations", "namespace_annotations")
     # the sharing macro's lookup (original key, then any stored key with the same sanitised form), so the API's
     # label aggregates, filters and shareLabels match exactly what fct_allocation_shared_daily matches; every caller
@@ -60,18 +77,20 @@ def key_segment_sql(name: str, raw: str, params: Params) -> str:
     n = name.strip()
     low = n.lower()
     if low in _COLUMNS:
-        return _or_unallocated(_COLUMNS[low])
+        return _or_unallocated(params.col(_COLUMNS[low]))
     if low == "controllerkind":
-        return _or_unallocated("lower(controller_kind)")
+        return _or_unallocated(f"lower({params.col('controller_kind')})")
     if low == "controller":
-        return (f"CASE WHEN nullif(controller, '') IS NULL THEN '{UNALLOCATED}' "
+        params.col("controller_kind")
+        return (f"CASE WHEN nullif({params.col('controller')}, '') IS NULL THEN '{UNALLOCATED}' "
                 f"WHEN nullif(controller_kind, '') IS NULL THEN controller "
                 f"ELSE lower(controller_kind) || ':' || controller END")
     if low in _KIND_KEYS:
-        return (f"CASE WHEN lower(controller_kind) = '{low}' AND nullif(controller, '') IS NOT NULL "
+        params.col("controller_kind")
+        return (f"CASE WHEN lower(controller_kind) = '{low}' AND nullif({params.col('controller')}, '') IS NOT NULL "
                 f"THEN controller ELSE '{UNALLOCATED}' END")
     if low == "service":
-        return _or_unallocated("json_extract_string(services, '$[0]')")
+        return _or_unallocated(f"json_extract_string({params.col('services')}, '$[0]')")
     for prefix in ("label:", "annotation:"):
         if low.startswith(prefix):
             key = check_map_key("aggregate", raw, n[len(prefix):].strip())

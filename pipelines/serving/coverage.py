@@ -21,13 +21,17 @@ def has_mart(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(row and row[0])
 
 
-def missing_days(con: duckdb.DuckDBPyConnection, table: str, start: date, end: date) -> list[date]:
-    """Days of [start, end) the mart lacks: beyond its materialised range, or a gap in a cluster's life."""
+def missing_days(con: duckdb.DuckDBPyConnection, table: str, start: date, end: date,
+                 source: str | None = None) -> list[date]:
+    """Days of [start, end) the mart lacks: beyond its materialised range, or a gap in a cluster's life.
+    `source`: a smaller relation with the mart's (cluster, usage_date) pairs to read instead (an allocation rollup,
+    schema api)."""
     assert table in KNOWN_MARTS
+    assert source is None or source.startswith("api.allocation_rollup_")
     rows = con.execute(
         f"SELECT cluster, min(usage_date), max(usage_date), "  # noqa: S608 - allow-listed table name
         f"list(DISTINCT usage_date) FILTER (WHERE usage_date >= $s AND usage_date < $e) "
-        f"FROM marts.{table} GROUP BY cluster", {"s": start, "e": end}).fetchall()
+        f"FROM {source or 'marts.' + table} GROUP BY cluster", {"s": start, "e": end}).fetchall()
     wanted = {start + timedelta(days=i) for i in range((end - start).days)}
     if not rows:
         return sorted(wanted)
@@ -53,15 +57,17 @@ def day_ranges(days: list[date], shown: int = 10) -> str:
     return ", ".join(text) + more
 
 
-def mart_coverage_notes(con: duckdb.DuckDBPyConnection, span: DaySpan, table: str) -> tuple[list[str], bool]:
-    """Notes naming the days of the span `marts.<table>` lacks, and whether any day of the span is there."""
+def mart_coverage_notes(con: duckdb.DuckDBPyConnection, span: DaySpan, table: str,
+                        source: str | None = None) -> tuple[list[str], bool]:
+    """Notes naming the days of the span `marts.<table>` lacks, and whether any day of the span is there
+    (read from `source`, see missing_days)."""
     if span.empty:
         return [], False
     start, end = span.start.date(), span.end.date()
-    missing = missing_days(con, table, start, end)
+    missing = missing_days(con, table, start, end, source)
     if not missing:
         return [], True
-    row = con.execute(f"SELECT min(usage_date), max(usage_date) FROM marts.{table}").fetchone()  # noqa: S608
+    row = con.execute(f"SELECT min(usage_date), max(usage_date) FROM {source or 'marts.' + table}").fetchone()  # noqa: S608
     have = f"materialised: {row[0]}..{row[1]}" if row and row[0] else "nothing is materialised yet"
     total = (end - start).days
     note = (f"{len(missing)} of the {total} day(s) {start}..{end - timedelta(days=1)} are not materialised in "

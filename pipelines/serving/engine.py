@@ -11,12 +11,13 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import duckdb
 
-from pipelines.serving.aggregates import Params, aggregate_key_sql, check_map_key, map_lookup_sql
-from pipelines.serving.columns import allocation_columns, api_fields, column_names
+from pipelines.serving.aggregates import NotOnRollup, Params, aggregate_key_sql, check_map_key, map_lookup_sql
+from pipelines.serving.columns import allocation_columns, api_fields
 from pipelines.serving.coverage import mart_coverage_notes
 from pipelines.serving.csvout import write_csv
 from pipelines.serving.errors import QueryError
@@ -27,6 +28,7 @@ from pipelines.serving.extras import (
     proportional_asset_costs,
 )
 from pipelines.serving.filters import compile_filter, parse_filter
+from pipelines.serving.rollup import BASE_GROUP, collapse_columns, rollups
 from pipelines.serving.sharing_macros import sharing_macros
 from pipelines.serving.windows import DaySpan, WindowQuery
 
@@ -36,8 +38,14 @@ SHARE_SCOPES = ("all", "cluster")
 
 
 def render_sharing_sql(relation_sql: str, options: dict[str, Any]) -> str:
+    return _render_sharing_sql(relation_sql, json.dumps(options, sort_keys=True))
+
+
+@lru_cache(maxsize=256)
+def _render_sharing_sql(relation_sql: str, options_json: str) -> str:
+    # a request shape renders the same text every time (values are $-parameters): render it once
     columns = [dict(c) for c in allocation_columns()]
-    return str(sharing_macros().share_allocations(relation_sql, options=options, columns=columns))
+    return str(sharing_macros().share_allocations(relation_sql, options=json.loads(options_json), columns=columns))
 
 
 def hours_per_month() -> float:
@@ -101,18 +109,23 @@ class AllocationQuery(WindowQuery):
                 raise QueryError("shareLabels", lv, "use label:value[,label:value…] (e.g. app:prometheus)")
             check_map_key("shareLabels", lv, k.strip())
         win, span, steps = self.checked_window()
-        params = Params()
+        self._checked = {"window": win, "span": span, "steps": steps, **self.compile(Params())}
+        return self._checked
+
+    def compile(self, params: Params) -> dict[str, Any]:
+        """The request's key, filter and shared-row SQL over the relation `params` says (detail or rollup); raises
+        NotOnRollup when compiling for the rollup and the request needs a column it does not keep."""
         key_sql = aggregate_key_sql(self.aggregate, params)
         filter_sql = compile_filter(parse_filter(self.filter), params)
         shared = ["FALSE"]
         for ns in self.share_namespaces:
-            shared.append(f"namespace = {params.bind(ns)}")
+            shared.append(f"{params.col('namespace')} = {params.bind(ns)}")
+        if self.include_shared_cost_breakdown:
+            params.col("namespace")  # the breakdown names each shared row's namespace
         for lv in self.share_labels:
             k, _, v = lv.partition(":")
             shared.append(f"coalesce({map_lookup_sql('label', k.strip(), params)} = {params.bind(v.strip())}, FALSE)")
-        self._checked = {"window": win, "span": span, "steps": steps, "params": params, "key_sql": key_sql,
-                         "filter_sql": filter_sql, "shared_sql": " OR ".join(shared)}
-        return self._checked
+        return {"params": params, "key_sql": key_sql, "filter_sql": filter_sql, "shared_sql": " OR ".join(shared)}
 
 
 def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
@@ -221,30 +234,50 @@ class AllocationAnswer:
         return "; ".join(self.warnings) or None
 
 
-def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> AllocationAnswer:
+def _on_rollup(con: duckdb.DuckDBPyConnection, q: AllocationQuery,
+               found: list[tuple[str, Params]] | None = None) -> tuple[str, dict[str, Any]] | None:
+    """(rollup table, the request compiled over it) for the smallest allocation rollup that keeps every column the
+    request names; None when the detail table must answer (no rollup in this snapshot, or the request needs
+    per-row columns: node idle, metadata, asset costs, node/pod/container/service/annotation or other labels)."""
+    if q.idle_by_node or q.aggregated_metadata or q.proportional_asset_costs:
+        return None
+    for table, params in rollups(con) if found is None else found:
+        try:
+            return table, q.compile(params)
+        except NotOnRollup:
+            continue
+    return None
+
+
+def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery, rollup: bool = True) -> AllocationAnswer:
     """Run `q` on an open (read-only) serving connection. Days that cannot be answered (incomplete, partial at a
-    window's edge, not materialised) are left out and named in `warnings`; an answer is never a 404."""
+    window's edge, not materialised) are left out and named in `warnings`; an answer is never a 404.
+    `rollup=False` reads the detail table even when the allocation rollup could answer (the equivalence test)."""
     c = q.validate()
-    span, steps, params = c["span"], c["steps"], c["params"]
+    span, steps = c["span"], c["steps"]
     require_mart(con, "fct_allocation_daily")
+    found = rollups(con) if rollup else []
+    chosen = _on_rollup(con, q, found) if found else None
+    table, compiled, stage = (*chosen, "read") if chosen else ("marts.fct_allocation_daily", c, "detail")
     warnings = [*q.notes, *span.notes]
-    notes, any_day = mart_coverage_notes(con, span, "fct_allocation_daily")
+    # every rollup has the mart's (cluster, day) pairs: the smallest one answers which days are there
+    notes, any_day = mart_coverage_notes(con, span, "fct_allocation_daily", found[0][0] if found else None)
     warnings += notes
     if not steps:
         return AllocationAnswer([{}], warnings, span)
     if not any_day:
         return AllocationAnswer([{} for _ in steps], warnings, span)
-    values = dict(params.values)
+    values = dict(compiled["params"].values)
     # SQL text below is built only from allow-listed identifiers and $-parameters (S608 reviewed).
     values.update(win_s=span.start.date(), win_e=span.end.date(),
                   steps_s=[s for s, _ in steps], steps_e=[e for _, e in steps])
     relation = f"""(
         SELECT b.*,
-            CASE WHEN b.allocation_kind = 'unmounted' THEN '__unmounted__' ELSE {c['key_sql']} END AS agg_key,
+            CASE WHEN b.allocation_kind = 'unmounted' THEN '__unmounted__' ELSE {compiled['key_sql']} END AS agg_key,
             st.step_start, st.step_end,
-            ({c['shared_sql']}) AND coalesce(b.allocation_kind, '') = 'workload' AS is_shared_row,
-            NOT coalesce(({c['filter_sql']}), FALSE) AS is_filtered_out
-        FROM marts.fct_allocation_daily AS b
+            ({compiled['shared_sql']}) AND coalesce(b.allocation_kind, '') = 'workload' AS is_shared_row,
+            NOT coalesce(({compiled['filter_sql']}), FALSE) AS is_filtered_out
+        FROM {table} AS b
         JOIN (SELECT unnest(CAST($steps_s AS TIMESTAMP[])) AS step_start,
                      unnest(CAST($steps_e AS TIMESTAMP[])) AS step_end) AS st
           ON b.window_start >= st.step_start AND b.window_start < st.step_end
@@ -255,7 +288,7 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> Al
                if name not in ("share_namespaces", "share_labels")}
     options.update(overhead_monthly_usd=float(q.share_cost), split_idle=q.split_idle, include_idle=q.idle,
                    share_scope=q.share_scope, rows_col="_rows")
-    sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node), options)
+    sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node, stage), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]
     by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
@@ -291,39 +324,26 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> Al
     return AllocationAnswer(out, warnings, span)
 
 
-def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery) -> list[dict[str, dict[str, Any]]]:
+def query_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery,
+                      rollup: bool = True) -> list[dict[str, dict[str, Any]]]:
     """The sets only (see answer_allocations)."""
-    return answer_allocations(con, q).sets
+    return answer_allocations(con, q, rollup).sets
 
 
 
 
-def _preaggregated(relation: str, idle_by_node: bool) -> str:
+def _preaggregated(relation: str, idle_by_node: bool, stage: str) -> str:
     """Collapse the window's rows to one per (step, key, idle key, kind, shared, filtered) before sharing.
 
     Every step of the sharing algorithm is linear within such a group (weights, idle and shared amounts are sums),
-    so the answer is the same while the sharing SQL sees thousands of rows instead of millions. Properties that
-    differ inside a group become NULL, averages stay time-weighted, and `_rows` keeps the member count."""
+    so the answer is the same while the sharing SQL sees thousands of rows instead of millions. `stage` is `detail`
+    over fct_allocation_daily rows, `read` over allocation rollup rows (rollup.collapse_columns)."""
     # estimation_reasons is a group key too: few distinct values, and it spares a DISTINCT aggregate
-    group = ["step_start", "step_end", "agg_key", "is_shared_row", "is_filtered_out", "allocation_kind", "cluster",
-             "estimation_reasons"]
+    group = ["step_start", "step_end", "agg_key", "is_shared_row", "is_filtered_out", *BASE_GROUP]
     if idle_by_node:
         group.append("node")
-    props = [c for c in column_names("property") if c not in group]
-    cols = [*group]
-    # equal-on-all-members test by hash: comparing long JSON strings (labels, annotations) row by row dominated
-    cols += [f"CASE WHEN count({c}) = count(*) AND min(hash({c})) = max(hash({c})) THEN any_value({c}) END AS {c}"
-             for c in props]
-    cols += ["min(start_ts) AS start_ts", "max(end_ts) AS end_ts", "sum(minutes) AS minutes"]
-    cols += [f"sum({c} * minutes) / nullif(sum(minutes), 0) AS {c}" for c in column_names("average")]
-    cols += [f"max({c}) AS {c}" for c in column_names("max")]
-    cols += [f"sum({c}) AS {c}" for c in column_names("sum", "energy")]
-    cols += ["sum(carbon_intensity_g_per_kwh * energy_kwh) / nullif(sum(energy_kwh), 0) AS carbon_intensity_g_per_kwh",
-             "sum(pue * energy_kwh) / nullif(sum(energy_kwh), 0) AS pue",
-             "bool_or(idle_clamped) AS idle_clamped", "bool_or(is_estimated) AS is_estimated",
-             "count(*) AS _rows"]
-    # identifiers above are fixed names; the relation is the engine's own parameterised SQL
-    return f"(SELECT {', '.join(cols)} FROM {relation} AS _r GROUP BY {', '.join(group)})"  # noqa: S608
+    # identifiers are fixed names; the relation is the engine's own parameterised SQL
+    return f"(SELECT {', '.join(collapse_columns(group, stage))} FROM {relation} AS _r GROUP BY {', '.join(group)})"  # noqa: S608
 
 
 def _add_breakdown(con: duckdb.DuckDBPyConnection, q: AllocationQuery, relation: str, values: dict[str, Any],

@@ -219,7 +219,7 @@ def _compile_condition(c: Condition, params: Params) -> str:
     if c.field in ("label", "annotation") and c.key is None:
         tests = [f"({map_lookup_sql(c.field, v, params)} IS NOT NULL)" for v in c.values]
     elif c.field == "services":
-        lst = "coalesce(from_json(services, '[\"VARCHAR\"]'), CAST([] AS VARCHAR[]))"
+        lst = f"coalesce(from_json({params.col('services')}, '[\"VARCHAR\"]'), CAST([] AS VARCHAR[]))"
         tests = []
         for v in c.values:
             if c.op.lstrip("!") == ":" and v == UNALLOCATED:
@@ -232,7 +232,7 @@ def _compile_condition(c: Condition, params: Params) -> str:
             assert c.key is not None
             col = map_lookup_sql(c.field, c.key, params)
         else:
-            col = _SCALAR[c.field]
+            col = params.col(_SCALAR[c.field])
         expr = f"coalesce(nullif(CAST({col} AS VARCHAR), ''), '{UNALLOCATED}')"
         fold = c.field == "controllerkind"  # stored lower-case; ACK writes DaemonSet
         if fold:

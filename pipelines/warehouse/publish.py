@@ -5,6 +5,10 @@ Readers never see a lock or a half-written day: the copy is written to a tempora
 moved over it with os.replace (atomic on POSIX); a reader that still has the old file open keeps reading it.
 The copy is written in DuckDB storage version v1.4.0 so BI tools embedding DuckDB 1.4+ can open it.
 
+The serving copy also holds the allocation API's rollups (schema api, pipelines/serving/rollup.py): the allocation
+mart pre-aggregated per day, cluster and namespace / label keys / controller, read instead of the detail rows when
+a request allows it.
+
 The allocation API reads its own copy of each snapshot (`.api-snapshots/serving-<publish id>.duckdb` beside the BI
 copy, the last API_SNAPSHOTS_KEPT kept): DuckDB locks whole files, so an analyst who opens `serving.duckdb`
 read-write (the default of the DuckDB CLI and Python) can block other openers of that file, but never the API.
@@ -33,6 +37,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines import SQL_DIR
+from pipelines.serving.rollup import build_rollup
 
 # Every mart: copied into the serving copy and exported to Parquet (all have cluster and usage_date, the partitions).
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
@@ -103,6 +108,8 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
             con.execute(f"create table serving.marts.{table} as select * from working.marts.{table}")  # noqa: S608
             counts[table] = con.execute(f"select count(*) from serving.marts.{table}").fetchone()[0]  # noqa: S608
             made.append(table)
+        if "fct_allocation_daily" in made:  # the allocation API's pre-aggregates (schema api)
+            build_rollup(con, "serving", source="serving.marts.fct_allocation_daily")
     _write_api_snapshot(tmp, serving_path)
     os.replace(tmp, serving_path)
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)

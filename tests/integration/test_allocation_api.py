@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from pipelines.serving.cli import run_allocation_cli
 from pipelines.serving.columns import allocation_columns
 from pipelines.serving.engine import AllocationQuery, query_allocations
+from pipelines.serving.rollup import build_rollup
 from pipelines.serving.sharing_macros import MACRO_PATH
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.api_client import get_json, serve_api
@@ -33,10 +34,15 @@ WINDOW = "2024-03-10T00:00:00Z,2024-03-11T00:00:00Z"
 TOL = 1e-6
 
 
-@pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory, ) -> Iterator[tuple[str, Path, Settings]]:
+@pytest.fixture(scope="module", params=["detail", "rollup"])
+def golden(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+           ) -> Iterator[tuple[str, Path, Settings]]:
+    """The golden serving copy without and with the allocation rollups (published copies have them)."""
     path = tmp_path_factory.mktemp("serving") / "serving.duckdb"
     build_warehouse(path, opencost_rows(GOLDEN_DAY))
+    if request.param == "rollup":
+        with duckdb.connect(str(path)) as con:
+            build_rollup(con, label_keys=("app", "env"))
     cfg = Settings(warehouse=WarehouseSettings(serving_path=str(path)))
     with serve_api(path) as base:
         yield base, path, cfg
@@ -190,6 +196,8 @@ def _warehouse(seed: int) -> tuple[duckdb.DuckDBPyConnection, float, float]:
         create_allocation_table(con)
         rows = random_rows(random.Random(seed), _DAYS)
         insert_rows(con, rows)
+        if seed % 2:  # odd seeds answer from the allocation rollups where a request allows
+            build_rollup(con, label_keys=("app",))
         _WAREHOUSES[seed] = (con, sum(r["total_cost"] or 0 for r in rows), sum(r["co2e_total_g"] or 0 for r in rows))
     return _WAREHOUSES[seed]
 
