@@ -34,13 +34,18 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
         folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
     record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
 
-    from pipelines.dagster_defs.event_storage import close_sqlite_connections, keep_sqlite_connections
+    from pipelines.dagster_defs.event_storage import (
+        batched_event_writes,
+        close_sqlite_connections,
+        keep_sqlite_connections,
+    )
     from pipelines.dagster_defs.instance import open_instance
 
     instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
     keep_sqlite_connections(instance)  # one connection per file, not one per event (dagster_defs/event_storage.py)
     try:
-        return _run_jobs(settings, instance, start, end, cluster, reporter, extract)
+        with batched_event_writes():  # a ranged run's per-partition events in one transaction each
+            return _run_jobs(settings, instance, start, end, cluster, reporter, extract)
     finally:
         close_sqlite_connections(instance)
 

@@ -10,7 +10,10 @@ profiled, that was over 40 % of a one-day `kubeledger materialize`.
 (still one transaction per event, under the storage's own lock) with `synchronous=NORMAL`, SQLite's documented
 setting for WAL databases: a commit no longer waits for the disk; a power cut can lose the newest events, never
 corrupt the file (the runs are idempotent: a lost event at most makes a partition look unbuilt until re-run).
-The daemon and the UI keep Dagster's own storage; the files and their schema are the same.
+With `batched_event_writes()` around the runs, Dagster hands the events of one ranged output (one per partition)
+and the run's "planned" events over as batches (its DAGSTER_EVENT_BATCH_SIZE mechanism), and each batch is
+written in one transaction per file, the same rows as one by one; a failed batch rolls back and Dagster writes it
+again event by event. The daemon and the UI keep Dagster's own storage; the files and their schema are the same.
 """
 
 from __future__ import annotations
@@ -19,16 +22,22 @@ import os
 import threading
 import types
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
+BATCH_ENV = "DAGSTER_EVENT_BATCH_SIZE"
+EVENT_BATCH_SIZE = 1000  # events per transaction at most (one ranged output's partitions, the planned events)
+
 
 def keep_sqlite_connections(instance: Any) -> bool:
     """Patch the instance's SQLite event log storage (no-op for any other storage); True when patched."""
-    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+        INDEX_SHARD_NAME,
+        SqliteEventLogStorage,
+    )
     from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 
     storage = instance.event_log_storage
@@ -37,6 +46,8 @@ def keep_sqlite_connections(instance: Any) -> bool:
     engines: dict[str, tuple[str, sa.Engine]] = {}
     engines_lock = threading.Lock()
     storage._kubeledger_engines = engines
+    storage._kubeledger_batch = None  # {shard: connection in the batch's transaction} while a batch is written
+    storage._db_lock = threading.RLock()  # held across a batch, and again by each write inside it
 
     def engine_for(self: Any, shard: str) -> sa.Engine:
         with engines_lock:
@@ -54,20 +65,56 @@ def keep_sqlite_connections(instance: Any) -> bool:
             engines[shard] = (path, engine)
             return engine
 
+    def ready_engine(self: Any, shard: str) -> sa.Engine:
+        engine = engine_for(self, shard)
+        if shard not in self._initialized_dbs:
+            self._initdb(engine)
+            self._initialized_dbs.add(shard)
+        return engine
+
     @contextmanager
     def _connect(self: Any, shard: str) -> Iterator[sa.Connection]:
         # the same shape as SqliteEventLogStorage._connect, with the engine (and its one connection) kept
         with self._db_lock:
-            engine = engine_for(self, shard)
-            if shard not in self._initialized_dbs:
-                self._initdb(engine)
-                self._initialized_dbs.add(shard)
-            with engine.connect() as conn:
+            open_conn = (self._kubeledger_batch or {}).get(shard)
+            if open_conn is not None:  # inside store_event_batch: the batch's transaction
+                yield open_conn
+                return
+            with ready_engine(self, shard).connect() as conn:
                 with conn.begin():
                     yield conn
 
+    def store_event_batch(self: Any, events: list[Any]) -> None:
+        with self._db_lock, ExitStack() as stack:
+            batch: dict[str, sa.Connection] = {}
+            for shard in sorted({e.run_id for e in events}) + [INDEX_SHARD_NAME]:
+                conn = stack.enter_context(ready_engine(self, shard).connect())
+                stack.enter_context(conn.begin())  # commits when the block ends, rolls back on an error
+                batch[shard] = conn
+            self._kubeledger_batch = batch
+            try:
+                for event in events:
+                    SqliteEventLogStorage.store_event(self, event)
+            finally:
+                self._kubeledger_batch = None
+
     storage._connect = types.MethodType(_connect, storage)
+    storage.store_event_batch = types.MethodType(store_event_batch, storage)
     return True
+
+
+@contextmanager
+def batched_event_writes(size: int = EVENT_BATCH_SIZE) -> Iterator[None]:
+    """Let Dagster pass partitioned events as batches for the block (its DAGSTER_EVENT_BATCH_SIZE switch)."""
+    saved = os.environ.get(BATCH_ENV)
+    os.environ[BATCH_ENV] = str(size)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(BATCH_ENV, None)
+        else:
+            os.environ[BATCH_ENV] = saved
 
 
 def _pragmas(dbapi_connection: Any, _record: Any) -> None:
