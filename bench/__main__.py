@@ -4,6 +4,7 @@
     python -m bench --scales 100,1000        # a subset
     python -m bench --scales 1000 --days 30  # one real day replicated to 30 in the marts, 30-day query latency
     python -m bench --prometheus             # 200-node / 4,000-pod TSDB, extraction seconds and queries per hour
+    python -m bench --demo-e2e               # 12-node demo via the CLI: cold day, warm re-run, 30-day backfill
 
 Exit status: 0 when every reconciliation passes, 1 on a FAIL, 2 on a stage error.
 """
@@ -96,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--prom-pods-per-node", type=int, default=20)
     ap.add_argument("--prom-hours", type=int, default=24,
                     help="hours of the Prometheus day to build and extract (default 24; e.g. 6 at 1,000 nodes)")
+    ap.add_argument("--demo-e2e", action="store_true",
+                    help="the 12-node demo end to end through the CLI: cold day, warm re-run, 30-day backfill "
+                    "(bench/demo_e2e.py); alone unless --scales is given")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     return ap
 
@@ -287,13 +291,20 @@ def main(argv: list[str] | None = None) -> int:
     temp = args.workdir is None
     root = Path(args.workdir or tempfile.mkdtemp(prefix="kubeledger-bench-")).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    scales = args.scales or ([] if args.prometheus else sorted(SCALES))
+    scales = args.scales or ([] if args.prometheus or args.demo_e2e else sorted(SCALES))
     summaries: list[dict[str, Any]] = []
     reports: list[str] = []
     failed = False
     prom: StageResult | None = None
     results: dict[str, Any] = {"scales": [], "prometheus": None}
     try:
+        if args.demo_e2e:  # --- the small day (bench/demo_e2e.py) ---
+            from bench.demo_e2e import format_demo_e2e, results_json, run_demo_e2e
+
+            e2e = run_demo_e2e(root)
+            reports.append(format_demo_e2e(e2e))
+            print("\n" + reports[-1] + "\n", flush=True)
+            results["demo_e2e"] = results_json(e2e)
         for nodes in scales:
             stages, queries, rec = run_scale(args, root, nodes)
             ppn, cpp = SCALES.get(nodes, (30, 2))

@@ -24,7 +24,7 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     """Run reference → hourly extract (one run over the range; skipped with `extract=False`) → daily build +
     checks + publish, through the same Dagster jobs the schedules use. `end` is inclusive. The caller checks the
     dates first (pipelines.days.check_range)."""
-    from pipelines.progress import Reporter, capture_stdout, observe_landing, run_logger_def
+    from pipelines.progress import Reporter
 
     reporter = reporter or Reporter()
     reporter.start_stage("setup")
@@ -34,14 +34,32 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
         folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
     record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
 
-    from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG, open_instance
+    from pipelines.dagster_defs.event_storage import (
+        batched_event_writes,
+        close_sqlite_connections,
+        keep_sqlite_connections,
+    )
+    from pipelines.dagster_defs.instance import open_instance
+
+    instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
+    keep_sqlite_connections(instance)  # one connection per file, not one per event (dagster_defs/event_storage.py)
+    try:
+        with batched_event_writes():  # a ranged run's per-partition events in one transaction each
+            return _run_jobs(settings, instance, start, end, cluster, reporter, extract)
+    finally:
+        close_sqlite_connections(instance)
+
+
+def _run_jobs(settings: Settings, instance: Any, start: date, end: date, cluster: str | None, reporter: Any,
+              extract: bool) -> dict[str, float]:
+    from pipelines.dagster_defs.instance import RUN_HOST_TAG, RUN_PID_TAG
     from pipelines.dagster_defs.partitions import RANGE_END_TAG, RANGE_START_TAG
     from pipelines.dagster_defs.resources import CLUSTER_TAG, pinned_run_config
     from pipelines.definitions import build_definitions
+    from pipelines.progress import capture_stdout, observe_landing, run_logger_def
     from pipelines.reference_inputs import record_reference, reference_is_current
     from pipelines.timeutil import daily_range_keys, hourly_range_keys
 
-    instance = open_instance(settings, lambda msg: reporter.echo(str(msg)))
     defs = build_definitions(settings)
     own_tags = {RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}
     pinned = pinned_run_config(settings)  # every run of this command uses the settings it started with

@@ -21,7 +21,7 @@ import os
 import shutil
 import subprocess
 import time
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 
 import dagster as dg
@@ -49,6 +49,7 @@ PARTIAL_PARSE = "partial_parse.msgpack"
 MANIFESTS_KEPT = 3
 RUN_LOCK = ".kubeledger-dbt-call.lock"
 STALE_TMP_S = 3600
+DAILY_ASSETS = ("dbt_lookups", "dbt_daily")  # the calls with the window's --vars (see _partial_parse_seed)
 
 
 def dbt_state_dir(warehouse_path: Path) -> Path:
@@ -218,13 +219,35 @@ def prune_run_folders(root: Path, keep: int) -> list[Path]:
     return removed
 
 
+def _partial_parse_seed(settings: Settings) -> Path | None:
+    """The partial-parse file a dbt call starts from: the newest one a daily call wrote, else the manifest's.
+
+    dbt throws a partial-parse file away when the `--vars` differ from the ones it was written with, and every
+    daily call passes its window as vars; the manifest's file (parsed without vars) never matched, so every call
+    parsed the whole project. The lookups and daily calls of one run, and a re-run of the same days, share their
+    vars: the newest call's file lets the next one skip the parse. dbt checks the file (project files, vars,
+    profile, versions) and parses afresh when anything differs, so an unsuitable file costs nothing extra."""
+    candidates: list[tuple[float, Path]] = []
+    for asset in DAILY_ASSETS:
+        root = run_folders_root(settings, asset)
+        if root.is_dir():
+            for folder in root.iterdir():
+                with suppress(OSError):
+                    f = folder / PARTIAL_PARSE
+                    candidates.append((f.stat().st_mtime, f))
+    if candidates:
+        return max(candidates)[1]
+    partial = MANIFEST.parent / PARTIAL_PARSE
+    return partial if partial.is_file() else None
+
+
 def _dbt_call(context: dg.AssetExecutionContext, dbt: DbtCliResource, args: list[str], settings: Settings,
               asset_name: str):
     root = run_folders_root(settings, asset_name)
     folder = root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{context.run_id[:8]}"
     folder.mkdir(parents=True, exist_ok=True)
-    partial = MANIFEST.parent / PARTIAL_PARSE
-    if partial.is_file():  # dbt parses only what changed since the manifest (dagster-dbt would copy target/'s)
+    partial = _partial_parse_seed(settings)
+    if partial is not None:  # dbt parses only what changed (dagster-dbt would copy target/'s)
         shutil.copyfile(partial, folder / PARTIAL_PARSE)
     try:
         with _in_use(folder):

@@ -20,8 +20,17 @@ from . import base
 if TYPE_CHECKING:
     from pipelines.settings import ClusterSettings, Settings
 
-# Metrics are landed in chunks of hours so memory stays bounded at any cluster size.
+# Metrics are landed in chunks of hours so memory stays bounded at any cluster size. A small demo cluster (the
+# default's day is ~7,000 rows) lands up to a day per chunk: a quarter of the landing calls of a backfill.
 LAND_CHUNK_HOURS = 6
+DEMO_CHUNK_POD_HOURS = 100_000
+
+
+def land_chunk_hours(cluster: ClusterSettings) -> int:
+    if cluster.source != "demo":
+        return LAND_CHUNK_HOURS
+    pods = max(cluster.demo.nodes * cluster.demo.pods_per_node, 1)
+    return max(LAND_CHUNK_HOURS, min(24, DEMO_CHUNK_POD_HOURS // pods))
 
 # source name -> "module:function" taking (cluster, hours) and returning an ExtractResult; imported on use so
 # a demo run never imports the Prometheus client (and the settings module can read the names cheaply)
@@ -44,7 +53,7 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
     for cluster in clusters or settings.clusters:
         extract = metrics_extractor(cluster.source)
         rows = 0
-        for chunk in chunks(hours, LAND_CHUNK_HOURS):
+        for chunk in chunks(hours, land_chunk_hours(cluster)):
             result = extract(cluster, chunk)
             written = base.land(con, result)
             rows += sum(written.values())
