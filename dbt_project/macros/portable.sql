@@ -294,3 +294,9 @@
     element_at(map_values(map_filter(from_json({{ json_col }}, 'map<string,string>'),
         (_k, _v) -> regexp_replace(_k, '[^a-zA-Z0-9_]', '_') = {{ sanitised_literal }})), 1)
 {%- endmacro %}
+
+{# dbt.dateadd on Spark (overrides dbt-spark's, which goes through to_timestamp(<epoch seconds>): with
+   spark.sql.timestampType TIMESTAMP_NTZ that cast gives NULL). A timestamp (date input cast to one), like DuckDB. #}
+{% macro spark__dateadd(datepart, interval, from_date_or_timestamp) -%}
+    timestampadd({{ datepart }}, {{ interval }}, cast({{ from_date_or_timestamp }} as timestamp))
+{%- endmacro %}
