@@ -110,3 +110,193 @@
 {% macro default__quantile_cont(expr, q) -%}
     quantile_cont({{ expr }}, {{ q }})
 {%- endmacro %}
+
+{# ---------------------------------------------------------------------------------------------------------------
+   Spark SQL forms (dbt-spark, Spark 4 with ANSI mode off as dbt-spark sets it; session time zone UTC and
+   spark.sql.timestampType TIMESTAMP_NTZ, profiles.yml, so timestamps are naive UTC like DuckDB's). Keys are embedded
+   in Spark string literals, whose escape is a backslash: quotes and backslashes are dropped from constant keys
+   (Kubernetes label keys never hold them).
+   --------------------------------------------------------------------------------------------------------------- #}
+{% macro spark__json_text(json_col, key) -%}
+    from_json({{ json_col }}, 'map<string,string>')['{{ key | replace("'", "") | replace("\\", "") }}']
+{%- endmacro %}
+
+{% macro spark__regex_replace(expr, pattern, replacement) -%}
+    {#- Spark replaces every match; the patterns used are anchored (one match at most), as on DuckDB -#}
+    regexp_replace({{ expr }}, '{{ pattern }}', '{{ replacement }}')
+{%- endmacro %}
+
+{% macro spark__seconds_between(start_ts, end_ts) -%}
+    {#- DuckDB's date_diff('second') counts second boundaries: the difference of the whole epoch seconds -#}
+    cast(unix_seconds(cast({{ end_ts }} as timestamp_ltz)) - unix_seconds(cast({{ start_ts }} as timestamp_ltz)) as double)
+{%- endmacro %}
+
+{% macro spark__add_seconds(ts, seconds_expr) -%}
+    timestampadd(microsecond, cast(round(({{ seconds_expr }}) * 1000000) as bigint), {{ ts }})
+{%- endmacro %}
+
+{% macro spark__json_object_text(pairs) -%}
+    {#- Built as text so it reads as DuckDB's json_object writes it: doubles in yyjson's notation (json_double_text),
+        every other value as to_json writes it inside an array; NULL values kept as JSON null -#}
+    concat('{', concat_ws(','
+    {%- for k, expr in pairs %},
+        concat('"{{ k | replace("'", "") | replace('"', '') | replace("\\", "") }}":', case when typeof({{ expr }}) = 'double'
+            then coalesce({{ json_double_text('cast(' ~ expr ~ ' as double)') }}, 'null')
+            else regexp_extract(to_json(array({{ expr }})), '^\\[(.*)\\]$', 1) end)
+    {%- endfor %}
+    ), '}')
+{%- endmacro %}
+
+{# Spark: a double as DuckDB's JSON writer (yyjson) prints it: plain notation with at least one decimal when the
+   decimal exponent is in [-6, 21) (134217728.0, 0.0000015), else d.ddde<exp> (1.5e-7, 1e21). Spark's cast to
+   string gives Java's form (1.34217728E8, plain between 1e-3 and 1e7): its digits are re-laid out. #}
+{% macro json_double_text(expr) -%}
+    {%- set s = 'cast(' ~ expr ~ ' as string)' -%}
+    {%- set sci = "'^(-?)([0-9])[.]([0-9]+)E(-?[0-9]+)$'" -%}
+    {%- set sign = 'regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 1)' -%}
+    {%- set lead = 'regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 2)' -%}
+    {%- set frac = "regexp_replace(regexp_extract(" ~ s ~ ", " ~ sci ~ ", 3), '0+$', '')" -%}
+    {%- set e = 'cast(regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 4) as int)' -%}
+    {%- set digits = 'concat(' ~ lead ~ ', ' ~ frac ~ ')' -%}
+    case
+        when {{ s }} not like '%E%' then {{ s }}
+        when {{ e }} >= 21 or {{ e }} < -6
+            then concat({{ sign }}, {{ lead }}, case when {{ frac }} = '' then '' else concat('.', {{ frac }}) end,
+                        'e', {{ e }})
+        when {{ e }} < 0 then concat({{ sign }}, '0.', repeat('0', -{{ e }} - 1), {{ digits }})
+        when length({{ digits }}) <= {{ e }} + 1 then concat({{ sign }}, rpad({{ digits }}, {{ e }} + 1, '0'), '.0')
+        else concat({{ sign }}, substr({{ digits }}, 1, {{ e }} + 1), '.', substr({{ digits }}, {{ e }} + 2))
+    end
+{%- endmacro %}
+
+{% macro spark__json_text_expr(json_col, key_expr) -%}
+    from_json({{ json_col }}, 'map<string,string>')[replace({{ key_expr }}, '"', '')]
+{%- endmacro %}
+
+{% macro spark__json_array_agg_distinct(col) -%}
+    to_json(array_sort(collect_set({{ col }})))
+{%- endmacro %}
+
+{% macro spark__sanitise_label_key_expr(key_expr) -%}
+    regexp_replace({{ key_expr }}, '[^a-zA-Z0-9_]', '_')
+{%- endmacro %}
+
+{% macro spark__json_value_text(json_col, key) -%}
+    get_json_object({{ json_col }}, "$['{{ key | replace("'", "") | replace('"', '') | replace("\\", "") }}']")
+{%- endmacro %}
+
+{% macro spark__unnest_json_keys(json_expr) -%}
+    explode(json_object_keys({{ json_expr }}))
+{%- endmacro %}
+
+{% macro spark__quantile_cont(expr, q) -%}
+    percentile({{ expr }}, {{ q }})
+{%- endmacro %}
+
+{# A SQL string literal of a Python/Jinja value (vars, keys): quote doubling on DuckDB, backslash escapes on Spark. #}
+{% macro string_literal_of(value) -%}
+    {{ return(adapter.dispatch('string_literal_of', 'kubeledger')(value)) }}
+{%- endmacro %}
+{% macro default__string_literal_of(value) -%}
+    '{{ (value | string).replace("'", "''") }}'
+{%- endmacro %}
+{% macro spark__string_literal_of(value) -%}
+    '{{ (value | string).replace("\\", "\\\\").replace("'", "\\'") }}'
+{%- endmacro %}
+
+{# Seconds since the epoch of a naive timestamp, as a double (sub-second part kept). #}
+{% macro epoch_seconds(ts) -%}
+    {{ return(adapter.dispatch('epoch_seconds', 'kubeledger')(ts)) }}
+{%- endmacro %}
+{% macro default__epoch_seconds(ts) -%}
+    epoch({{ ts }})
+{%- endmacro %}
+{% macro spark__epoch_seconds(ts) -%}
+    (unix_micros(cast({{ ts }} as timestamp_ltz)) / 1e6)
+{%- endmacro %}
+
+{# Aggregate: the non-NULL values joined with ',' in no particular order; NULL when there is none. #}
+{% macro string_agg_csv(expr) -%}
+    {{ return(adapter.dispatch('string_agg_csv', 'kubeledger')(expr)) }}
+{%- endmacro %}
+{% macro default__string_agg_csv(expr) -%}
+    string_agg({{ expr }}, ',')
+{%- endmacro %}
+{% macro spark__string_agg_csv(expr) -%}
+    case when count({{ expr }}) > 0 then concat_ws(',', collect_list({{ expr }})) end
+{%- endmacro %}
+
+{# Aggregate: the distinct non-empty items of a column of ','-joined lists, sorted and joined with ','; '' if none. #}
+{% macro csv_union_agg(col) -%}
+    {{ return(adapter.dispatch('csv_union_agg', 'kubeledger')(col)) }}
+{%- endmacro %}
+{% macro default__csv_union_agg(col) -%}
+    coalesce(array_to_string(list_sort(list_distinct(list_filter(
+            string_split(string_agg(DISTINCT nullif({{ col }}, ''), ','), ','),
+            lambda x: x <> ''))), ','), '')
+{%- endmacro %}
+{% macro spark__csv_union_agg(col) -%}
+    coalesce(array_join(array_sort(array_distinct(filter(
+            split(concat_ws(',', collect_set(nullif({{ col }}, ''))), ','),
+            x -> x <> ''))), ','), '')
+{%- endmacro %}
+
+{# An expression that fails the query with `message`. #}
+{% macro raise_sql_error(message) -%}
+    {{ return(adapter.dispatch('raise_sql_error', 'kubeledger')(message)) }}
+{%- endmacro %}
+{% macro default__raise_sql_error(message) -%}
+    error({{ string_literal_of(message) }})
+{%- endmacro %}
+{% macro spark__raise_sql_error(message) -%}
+    raise_error({{ string_literal_of(message) }})
+{%- endmacro %}
+
+{# `materialized` hint of a CTE evaluated once (DuckDB); Spark has no such hint (it reuses exchanges itself). #}
+{% macro cte_materialized() -%}
+    {{ return(adapter.dispatch('cte_materialized', 'kubeledger')()) }}
+{%- endmacro %}
+{% macro default__cte_materialized() -%}
+    MATERIALIZED
+{%- endmacro %}
+{% macro spark__cte_materialized() -%}
+{%- endmacro %}
+
+{# Statement (hook) removing the days of a table partitioned by day that are more than keep_days before its newest
+   usage_date. DuckDB deletes the rows; Spark's Parquet tables cannot delete rows, so their old (cluster,
+   usage_date) partitions are dropped (run here; the hook's own SQL is then empty). #}
+{% macro delete_days_before(relation, keep_days) -%}
+    {{ return(adapter.dispatch('delete_days_before', 'kubeledger')(relation, keep_days)) }}
+{%- endmacro %}
+{% macro default__delete_days_before(relation, keep_days) -%}
+    delete from {{ relation }} where usage_date < {{ dbt.dateadd('day', -keep_days, '(select max(usage_date) from ' ~ relation ~ ')') }}
+{%- endmacro %}
+{% macro spark__delete_days_before(relation, keep_days) -%}
+    {%- if execute -%}
+        {%- set old = run_query('select distinct cluster, cast(usage_date as string) as usage_date from ' ~ relation
+            ~ ' where usage_date < ' ~ dbt.dateadd('day', -keep_days, '(select max(usage_date) from ' ~ relation ~ ')')) -%}
+        {%- for row in old.rows -%}
+            {%- do run_query('alter table ' ~ relation ~ ' drop if exists partition (cluster = '
+                ~ string_literal_of(row[0]) ~ ', usage_date = ' ~ string_literal_of(row[1]) ~ ')') -%}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{# JSON text of the first key of a JSON object whose kube-state-metrics sanitised form equals `sanitised_literal` (a
+   SQL string literal); NULL if none (macros/allocation_sharing.sql label_lookup; the API renders its DuckDB form). #}
+{% macro json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    {{ return(adapter.dispatch('json_text_of_sanitised_key', 'kubeledger')(json_col, sanitised_literal)) }}
+{%- endmacro %}
+{% macro default__json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    json_extract_string({{ json_col }}, '$."' || replace(replace(list_filter(json_keys({{ json_col }}), lambda _k: regexp_replace(_k, '[^a-zA-Z0-9_]', '_', 'g') = {{ sanitised_literal }})[1], '\', '\\'), '"', '\"') || '"')
+{%- endmacro %}
+{% macro spark__json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    element_at(map_values(map_filter(from_json({{ json_col }}, 'map<string,string>'),
+        (_k, _v) -> regexp_replace(_k, '[^a-zA-Z0-9_]', '_') = {{ sanitised_literal }})), 1)
+{%- endmacro %}
+
+{# dbt.dateadd on Spark (overrides dbt-spark's, which goes through to_timestamp(<epoch seconds>): with
+   spark.sql.timestampType TIMESTAMP_NTZ that cast gives NULL). A timestamp (date input cast to one), like DuckDB. #}
+{% macro spark__dateadd(datepart, interval, from_date_or_timestamp) -%}
+    timestampadd({{ datepart }}, {{ interval }}, cast({{ from_date_or_timestamp }} as timestamp))
+{%- endmacro %}
