@@ -26,7 +26,7 @@ from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_resource import scoped_environ
 from pipelines.engines import DBT_SPARK_TARGET
 from pipelines.engines.marts_load import load_marts
-from pipelines.engines.spark_session import get_session
+from pipelines.engines.spark_session import get_session, spark_conf
 from pipelines.timeutil import days_of_window
 from pipelines.warehouse.connection import open_warehouse
 from pipelines.warehouse.lookups import LOOKUPS_MODEL, LOOKUPS_RELATION
@@ -55,10 +55,16 @@ class DbtCall:
 
 def spark_env(settings: Settings) -> dict[str, str]:
     """What the `spark` profile reads, given to each dbt call only."""
+    spark = settings.lake.spark
     return {
         "KUBELEDGER_LAKE": settings.lake_root,
         "KUBELEDGER_WAREHOUSE": str(settings.warehouse_path),
-        "KUBELEDGER_SPARK_STATE": str(settings.spark_state_dir),
+        # the profile's session parameters; the session itself is started first from the same settings
+        # (spark_session.spark_conf), so the profile finds it with these values
+        "KUBELEDGER_SPARK_DIR": str(settings.spark_state_dir),
+        "KUBELEDGER_SPARK_MASTER": spark.master,
+        "KUBELEDGER_SPARK_MEMORY": spark.driver_memory,
+        "KUBELEDGER_SPARK_SHUFFLE_PARTITIONS": spark_conf(settings)["spark.sql.shuffle.partitions"],
         "DO_NOT_TRACK": "1",
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
     }
@@ -100,10 +106,36 @@ def export_window(settings: Settings, start: datetime, end: datetime, cluster: s
     from pipelines.warehouse.lake import export_raw_day
 
     rows: dict[str, int] = {}
-    with open_warehouse(settings, read_only=True) as con:
+    with open_warehouse(settings) as con:  # writable: a read-only open beside this process's own would fail
         for day in days_of_window(start, end):
             for table, n in export_raw_day(con, settings.lake_root, day, cluster).items():
                 rows[table] = rows.get(table, 0) + n
+    return rows
+
+
+def bootstrap_lake(settings: Settings) -> dict[str, int]:
+    """Before a call without a window (the seeds): fresh snapshots of the whole-table raw tables (the price files
+    the reference job just landed), and a schema-only partition for every hourly table not yet in the lake (the
+    sources' views need a schema before the first day is exported; the first day's export replaces it)."""
+    from pipelines.days import first_day
+    from pipelines.warehouse.lake import (
+        HOURLY_TABLES,
+        SNAPSHOT_TABLES,
+        write_raw_partitions,
+        write_raw_snapshot,
+    )
+
+    rows: dict[str, int] = {}
+    if "://" in settings.lake_root:
+        return rows  # an object-store lake is kept by the cluster's own landing job
+    first = first_day(settings).day
+    empty = [{"cluster": settings.clusters[0].name, "hour_ts": datetime(first.year, first.month, first.day)}]
+    with open_warehouse(settings) as con:
+        for table in SNAPSHOT_TABLES:
+            rows[table] = write_raw_snapshot(con, settings.lake_root, table)
+        for table in HOURLY_TABLES:
+            if not any((Path(settings.lake_root) / "raw" / table).glob("cluster=*")):
+                rows[table] = sum(write_raw_partitions(con, settings.lake_root, table, empty).values())
     return rows
 
 
@@ -127,9 +159,10 @@ def spark_build(settings: Settings, asset_name: str, args: list[str], target_pat
                 project_dir: Path | None = None, env: dict[str, str] | None = None) -> DbtCall:
     """One dbt asset's call on Spark: the window's raw days to the lake first (lookups and daily builds), then
     dbt, then what DuckDB needs of the result (the lookups model; the window's mart partitions)."""
-    lake_rows: dict[str, int] = {}
     if asset_name in (LOOKUPS_ASSET, DAILY_ASSET) and start is not None and end is not None:
         lake_rows = export_window(settings, start, end, cluster)
+    else:
+        lake_rows = bootstrap_lake(settings)
     call = run_dbt(settings, args, target_path, project_dir, env)
     call.lake_rows = lake_rows
     if not call.success:

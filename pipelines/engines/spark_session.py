@@ -9,6 +9,7 @@ host's external address, and a firewall or a missing DNS entry stalls it).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -48,10 +49,14 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         # derby.log and Derby's home beside the metastore, not in the working directory
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} -Dderby.stream.error.file={state / 'derby.log'}",
         "spark.sql.session.timeZone": "UTC",
+        "spark.sql.timestampType": "TIMESTAMP_NTZ",  # naive UTC timestamps, as in the DuckDB warehouse
+        # partition values stay text: a cluster named "01" must not become the number 1
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # never INT96: DuckDB reads it as written
         "spark.sql.sources.partitionOverwriteMode": "dynamic",  # insert_overwrite replaces only the built days
         "spark.sql.shuffle.partitions": "4",  # a day of one cluster is small; 200 tasks per shuffle are overhead
         "spark.ui.enabled": "false",
+        "spark.log.level": "ERROR",  # from the JVM's start: dbt reports the failures that matter
         "spark.ui.showConsoleProgress": "false",
     }
     if is_local(spark.master):
@@ -94,7 +99,8 @@ def get_session(settings: Settings) -> SparkSession:
         env = {"SPARK_LOCAL_IP": LOOPBACK} if is_local(settings.lake.spark.master) else {}
         with scoped_environ(env):
             session = builder.getOrCreate()
-        session.sparkContext.setLogLevel("ERROR")
+        # pyspark logs every failed statement with its Java stack; dbt reports the error once, shorter
+        logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
         _SESSION = (key, session)
         return session
 
