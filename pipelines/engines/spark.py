@@ -16,9 +16,10 @@ One daily build on Spark, as the Dagster dbt assets call it (`spark_build`):
 
 from __future__ import annotations
 
+import shutil
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,20 @@ def export_window(settings: Settings, start: datetime, end: datetime, cluster: s
     return rows
 
 
+def prune_lake_raw(settings: Settings, newest: date) -> list[Path]:
+    """Remove the lake's raw day partitions older than `lake.keep_raw_days` before `newest` (a local lake; the
+    marts are kept). Returns the removed folders."""
+    if "://" in settings.lake_root:
+        return []  # an object-store lake: a bucket lifecycle rule on raw/ does this (README)
+    cutoff = (newest - timedelta(days=settings.lake.keep_raw_days)).isoformat()
+    removed = []
+    for folder in sorted((Path(settings.lake_root) / "raw").glob("*/cluster=*/date=*")):
+        if folder.name.removeprefix("date=") < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def bootstrap_lake(settings: Settings) -> dict[str, int]:
     """Before a call without a window (the seeds): fresh snapshots of the whole-table raw tables (the price files
     the reference job just landed), and a schema-only partition for every hourly table not yet in the lake (the
@@ -161,6 +176,8 @@ def spark_build(settings: Settings, asset_name: str, args: list[str], target_pat
     dbt, then what DuckDB needs of the result (the lookups model; the window's mart partitions)."""
     if asset_name in (LOOKUPS_ASSET, DAILY_ASSET) and start is not None and end is not None:
         lake_rows = export_window(settings, start, end, cluster)
+        if asset_name == DAILY_ASSET:
+            prune_lake_raw(settings, days_of_window(start, end)[-1])
     else:
         lake_rows = bootstrap_lake(settings)
     call = run_dbt(settings, args, target_path, project_dir, env)

@@ -121,3 +121,20 @@ def test_a_new_warehouse_gets_the_mart_tables_from_the_contract(settings, tmp_pa
         {"fct_x_daily": 0}
     with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
         assert con.execute("select count(*) from marts.fct_x_daily").fetchone()[0] == 2
+
+
+def test_raw_lake_keeps_the_configured_days_and_every_mart(tmp_path: Path) -> None:
+    from pipelines.engines.spark import prune_lake_raw
+
+    path = tmp_path / "kubeledger.yaml"
+    path.write_text("lake: {keep_raw_days: 2}\n")
+    settings = load_settings(path)
+    lake = Path(settings.lake_root)
+    for d in ("2026-11-25", "2026-11-26", "2026-11-27", "2026-11-28"):
+        (lake / "raw" / "node_hours" / "cluster=a" / f"date={d}" / "hour=00").mkdir(parents=True)
+        (lake / "marts" / "fct_x_daily" / "cluster=a" / f"usage_date={d}").mkdir(parents=True)
+    removed = prune_lake_raw(settings, date(2026, 11, 28))
+    assert [p.name for p in removed] == ["date=2026-11-25"]
+    assert sorted(p.name for p in (lake / "raw" / "node_hours" / "cluster=a").iterdir()) == \
+        ["date=2026-11-26", "date=2026-11-27", "date=2026-11-28"]
+    assert len(list((lake / "marts" / "fct_x_daily" / "cluster=a").iterdir())) == 4
