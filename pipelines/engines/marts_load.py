@@ -52,14 +52,14 @@ def _files(lake_root: str, model: str, days: list[date], cluster: str | None) ->
     return [str(f) for c in clusters for d in days for f in sorted((c / f"usage_date={d}").glob("*.parquet"))]
 
 
-def _arrow_from_spark(settings: Settings, model: str, first: date, end: date, cluster: str | None) -> Any:
+def _frame_from_spark(settings: Settings, model: str, first: date, end: date, cluster: str | None) -> Any:
     from pipelines.engines.spark_session import get_session
 
     df = get_session(settings).read.parquet(f"{settings.lake_root}/{MARTS_SCHEMA}/{model}")
-    df = df.where((df.usage_date >= first) & (df.usage_date < end))
+    df = df.where((df.usage_date >= first.isoformat()) & (df.usage_date < end.isoformat()))
     if cluster:
         df = df.where(df.cluster == cluster)
-    return df.toArrow()
+    return df
 
 
 def _replace(con: duckdb.DuckDBPyConnection, model: str, columns: list[tuple[str, str]], source: str,
@@ -89,9 +89,11 @@ def load_marts(settings: Settings, manifest_path: Path, start: datetime, end: da
     loaded: dict[str, int] = {}
     with open_warehouse(settings) as con:
         con.execute(f"create schema if not exists {MARTS_SCHEMA}")
-        arrow: dict[str, Any] = {}
         if not local:  # fetched before the transaction: the JVM's work never holds the warehouse's write lock
-            arrow = {m: _arrow_from_spark(settings, m, first, after, cluster) for m in contracts}
+            from pipelines.engines.spark_frames import frame_to_duckdb
+
+            for m in contracts:
+                frame_to_duckdb(con, _frame_from_spark(settings, m, first, after, cluster), f"_spark_{m}")
         con.execute("begin")
         try:
             for model, columns in contracts.items():
@@ -100,8 +102,7 @@ def load_marts(settings: Settings, manifest_path: Path, start: datetime, end: da
                     source = (f"read_parquet({files!r}, hive_partitioning = true, union_by_name = true, "
                               "hive_types = {'cluster': 'VARCHAR', 'usage_date': 'DATE'})") if files else ""
                 else:
-                    con.register(f"_spark_{model}", arrow[model])
-                    source = f"_spark_{model}"
+                    source = f'"_spark_{model}"'
                 loaded[model] = _replace(con, model, columns, source, first, after, cluster)
             con.execute("commit")
         except BaseException:

@@ -27,6 +27,7 @@ from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_resource import scoped_environ
 from pipelines.engines import DBT_SPARK_TARGET
 from pipelines.engines.marts_load import load_marts
+from pipelines.engines.spark_frames import frame_to_duckdb
 from pipelines.engines.spark_session import get_session, spark_conf
 from pipelines.timeutil import days_of_window
 from pipelines.warehouse.connection import open_warehouse
@@ -76,7 +77,7 @@ def dbt_spark_args(args: list[str], target_path: Path, project_dir: Path | None 
     (the profile is always the project's own)."""
     project = str(project_dir or DBT_PROJECT_DIR)
     return [*args, "--project-dir", project, "--profiles-dir", project, "--target", DBT_SPARK_TARGET,
-            "--target-path", str(target_path), "--log-path", str(target_path)]
+            "--target-path", str(target_path), "--log-path", str(target_path), "--no-use-colors"]
 
 
 def run_dbt(settings: Settings, args: list[str], target_path: Path, project_dir: Path | None = None,
@@ -161,12 +162,12 @@ def copy_lookups(settings: Settings, call: DbtCall) -> int:
     if not relation:
         return 0
     name = f"{relation.get('schema')}.{relation.get('alias') or LOOKUPS_MODEL}"
-    table = get_session(settings).table(name).toArrow()
+    frame = get_session(settings).table(name)
     with open_warehouse(settings) as con:
-        con.register("_spark_lookups", table)
+        rows = frame_to_duckdb(con, frame, "_spark_lookups")
         con.execute("create schema if not exists intermediate")
         con.execute(f"create or replace table {LOOKUPS_RELATION} as select * from _spark_lookups")  # noqa: S608
-    return table.num_rows
+    return rows
 
 
 def spark_build(settings: Settings, asset_name: str, args: list[str], target_path: Path,

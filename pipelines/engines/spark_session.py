@@ -101,6 +101,7 @@ def get_session(settings: Settings) -> SparkSession:
             session = builder.getOrCreate()
         # pyspark logs every failed statement with its Java stack; dbt reports the error once, shorter
         logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+        logging.getLogger("py4j").setLevel(logging.WARNING)  # a DEBUG line per JVM call would flood the run log
         _SESSION = (key, session)
         return session
 
