@@ -103,7 +103,8 @@ def accepted(values: list[str]) -> dict:
 
 
 def unique_combo(*cols: str) -> dict:
-    expr = " || '|' || ".join(f"coalesce(cast({c} as varchar), '')" for c in cols)
+    # `string`: a VARCHAR alias on DuckDB, the text type on Spark (which rejects VARCHAR without a length)
+    expr = " || '|' || ".join(f"coalesce(cast({c} as string), '')" for c in cols)
     return {"unique": {"arguments": {"column_name": expr}}}
 
 
@@ -1340,7 +1341,7 @@ def render_yaml(seeds: list[Seed]) -> str:
         entry: dict = {
             "name": s.name,
             "description": s.description,
-            "config": {"column_types": {c.name: c.type for c in s.columns}},
+            "config": {"column_types": {c.name: "string" if c.type == "varchar" else c.type for c in s.columns}},
         }
         if s.model_tests:
             entry["data_tests"] = s.model_tests

@@ -127,7 +127,7 @@
         {%- elif rest and not c.get('received') -%}
         {{ rest }}.{{ c.name }}
         {%- else -%}
-        cast({{ c.get('default', 'null' if c.type in ('varchar', 'timestamp', 'date') or c.group == 'max' else '0') }} as {{ c.type }})
+        cast({{ c.get('default', 'null' if c.type in ('varchar', 'timestamp', 'date') or c.group == 'max' else '0') }} as {{ 'string' if c.type == 'varchar' else c.type }})
         {%- endif %} as {{ c.name }}{{ ',' if not loop.last }}
 {%- endfor %}
 {%- endmacro -%}

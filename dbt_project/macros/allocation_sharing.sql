@@ -77,6 +77,33 @@
 } | tojson }}
 {%- endmacro -%}
 
+{#- The few engine-specific pieces of this file: dbt renders the macros of macros/portable.sql (dispatched per
+    adapter); the API renders this file with plain Jinja for DuckDB, where `adapter` is undefined, and gets the
+    DuckDB form (the text portable.sql's default__ macros give). -#}
+{%- macro _sa_materialized() -%}
+{%- if adapter is defined -%}{{ cte_materialized() }}{%- else -%}MATERIALIZED{%- endif -%}
+{%- endmacro -%}
+
+{%- macro _sa_epoch(ts) -%}
+{%- if adapter is defined -%}{{ epoch_seconds(ts) }}{%- else -%}epoch({{ ts }}){%- endif -%}
+{%- endmacro -%}
+
+{%- macro _sa_string_agg(expr) -%}
+{%- if adapter is defined -%}{{ string_agg_csv(expr) }}{%- else -%}string_agg({{ expr }}, ','){%- endif -%}
+{%- endmacro -%}
+
+{%- macro _sa_csv_union(col) -%}
+{%- if adapter is defined -%}{{ csv_union_agg(col) }}{%- else -%}
+coalesce(array_to_string(list_sort(list_distinct(list_filter(
+            string_split(string_agg(DISTINCT nullif({{ col }}, ''), ','), ','),
+            lambda x: x <> ''))), ','), '')
+{%- endif -%}
+{%- endmacro -%}
+
+{%- macro _sa_error(message) -%}
+{%- if adapter is defined -%}{{ raise_sql_error(message) }}{%- else -%}error({{ _sa_sql_str(message) }}){%- endif -%}
+{%- endmacro -%}
+
 {%- macro _sa_sql_str(value) -%}
 '{{ (value | string) | replace("'", "''") }}'
 {%- endmacro -%}
@@ -116,7 +143,7 @@ coalesce({{ lookups | join(', ') }})
     member of its key (properties, averages) or only a received amount (shared pool). -#}
 step_start, step_end, {{ ov.get('agg_key', 'agg_key') }} AS agg_key, {{ 'TRUE' if base else 'FALSE' }} AS _base,
 {%- for c in (columns | selectattr('group', 'in', ['property']) | map(attribute='name') | list) %}
-{{ ov.get(c, c if base else 'CAST(NULL AS VARCHAR)') }} AS {{ c }},
+{{ ov.get(c, c if base else 'CAST(NULL AS STRING)') }} AS {{ c }},
 {%- endfor %}
 {{ ov.get('start_ts', 'start_ts' if base else 'CAST(NULL AS TIMESTAMP)') }} AS start_ts,
 {{ ov.get('end_ts', 'end_ts' if base else 'CAST(NULL AS TIMESTAMP)') }} AS end_ts,
@@ -178,7 +205,7 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- set pool_ov = {
     'agg_key': ("coalesce(nullif(_scope, '') || '/', '') || '__shared__'" if share_scope == 'cluster'
                 else "'__shared__'"),
-    'cluster': ("nullif(_scope, '')" if share_scope == 'cluster' else 'CAST(NULL AS VARCHAR)'),
+    'cluster': ("nullif(_scope, '')" if share_scope == 'cluster' else 'CAST(NULL AS STRING)'),
     'allocation_kind': "'shared'",
     'shared_cost': 'p_cost',
     'total_cost': 'p_cost',
@@ -194,10 +221,10 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- if idle_split not in ['weighted', 'even'] or share_split not in ['weighted', 'even']
       or split_idle not in [true, false, 'true', 'false', 'row'] or overhead < 0
       or share_scope not in ['all', 'cluster'] -%}
-SELECT error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0, share_scope: all|cluster') AS agg_key
+SELECT {{ _sa_error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0, share_scope: all|cluster') }} AS agg_key
 {%- else -%}
 {%- set split_idle = 'row' if split_idle == 'row' else (split_idle in [true, 'true']) -%}
-WITH _sa_in AS MATERIALIZED (
+WITH _sa_in AS {{ _sa_materialized() }} (
 {%- if key_expr %}
     SELECT _r.*, ({{ key_expr }}) AS agg_key,
            CAST(_r.{{ step_col or 'usage_date' }} AS TIMESTAMP) AS step_start,
@@ -217,7 +244,7 @@ WITH _sa_in AS MATERIALIZED (
     SELECT * FROM {{ relation_sql }}
 {%- endif %}
 ),
-_sa_src AS MATERIALIZED (
+_sa_src AS {{ _sa_materialized() }} (
     -- Partition rows (A12 step 1); pre-idle weights ignore idle/shared already received.
     SELECT *,
         CASE WHEN allocation_kind = 'idle' THEN 'idle'
@@ -236,14 +263,14 @@ _sa_src AS MATERIALIZED (
         CAST({{ o.get('rows_col') or '1' }} AS DOUBLE) AS _n
     FROM _sa_in
 ),
-_sa_steps AS MATERIALIZED (
+_sa_steps AS {{ _sa_materialized() }} (
     -- one row per (step, share scope): the overhead it adds and its input total (cost_ratio's denominator)
     SELECT step_start, step_end, _scope,
-        CAST({{ overhead }} AS DOUBLE) / {{ hours_per_month() }}.0 * (epoch(step_end) - epoch(step_start)) / 3600.0 AS overhead_cost,
+        CAST({{ overhead }} AS DOUBLE) / {{ hours_per_month() }}.0 * ({{ _sa_epoch('step_end') }} - {{ _sa_epoch('step_start') }}) / 3600.0 AS overhead_cost,
         sum(coalesce(total_cost, 0)) AS input_total
     FROM _sa_src GROUP BY step_start, step_end, _scope
 ),
-_sa_w AS MATERIALIZED (
+_sa_w AS {{ _sa_materialized() }} (
     -- Idle weights (A11): per resource, from pre-idle costs of the rest AND the shared rows; even = 1 per row.
     SELECT *,
         {%- if idle_split == 'even' %}
@@ -253,7 +280,7 @@ _sa_w AS MATERIALIZED (
         {%- endif %}
     FROM _sa_src WHERE _role IN ('rest', 'shared')
 ),
-_sa_idle_den AS MATERIALIZED (
+_sa_idle_den AS {{ _sa_materialized() }} (
     SELECT step_start, _ikey,
         sum(_wc) AS wc, sum(_wm) AS wm, sum(_wg) AS wg, sum(_we) AS we, sum(_n) AS n,
         -- kept part: shared rows are never filtered (they are shared whatever the filter)
@@ -264,16 +291,16 @@ _sa_idle_den AS MATERIALIZED (
         sum(_n) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kn
     FROM _sa_w GROUP BY step_start, _ikey
 ),
-_sa_idle_amt AS MATERIALIZED (
+_sa_idle_amt AS {{ _sa_materialized() }} (
     SELECT step_start, _ikey, sum(_c) AS ic, sum(_m) AS im, sum(_g) AS ig,
         {%- for c in energy_cols %}
         sum(coalesce({{ c }}, 0)) AS i_{{ c }},
         {%- endfor %}
         bool_or(coalesce(is_estimated, FALSE)) AS i_est,
-        string_agg(nullif(estimation_reasons, ''), ',') AS i_reasons
+        {{ _sa_string_agg("nullif(estimation_reasons, '')") }} AS i_reasons
     FROM _sa_src WHERE _role = 'idle' GROUP BY step_start, _ikey
 ),
-_sa_idle_factor AS MATERIALIZED (
+_sa_idle_factor AS {{ _sa_materialized() }} (
     -- Fraction of each idle amount that stays on the idle row: undistributable idle when sharing; without
     -- sharing, the part matching the rows the filter keeps (1 when nothing is filtered).
     SELECT a.step_start, a._ikey,
@@ -287,7 +314,7 @@ _sa_idle_factor AS MATERIALIZED (
     {%- endfor %}
     FROM _sa_idle_amt a LEFT JOIN _sa_idle_den d USING (step_start, _ikey)
 ),
-_sa_recv AS MATERIALIZED (
+_sa_recv AS {{ _sa_materialized() }} (
     -- Rest and shared rows with the idle they receive (A12 step 5).
     SELECT w.*,
     {%- if share_idle %}
@@ -304,13 +331,13 @@ _sa_recv AS MATERIALIZED (
         {%- for c in energy_cols %}
         0.0 AS _r{{ c }},
         {%- endfor %}
-        FALSE AS _r_est, CAST(NULL AS VARCHAR) AS _r_reasons
+        FALSE AS _r_est, CAST(NULL AS STRING) AS _r_reasons
     {%- endif %}
     FROM _sa_w w
     JOIN _sa_idle_den d USING (step_start, _ikey)
     LEFT JOIN _sa_idle_amt i USING (step_start, _ikey)
 ),
-_sa_pool AS MATERIALIZED (
+_sa_pool AS {{ _sa_materialized() }} (
     -- Shared pool per step and scope: shared rows incl. their idle, plus overhead added after the idle
     -- coefficients (A12 3).
     SELECT s.step_start, s.step_end, s._scope,
@@ -319,20 +346,20 @@ _sa_pool AS MATERIALIZED (
         coalesce(sum(coalesce(r.{{ c }}, 0) + r._r{{ c }}), 0) AS p_{{ c }},
         {%- endfor %}
         coalesce(bool_or(coalesce(r.is_estimated, FALSE) OR r._r_est), FALSE) AS p_est,
-        string_agg(concat_ws(',', nullif(r.estimation_reasons, ''), r._r_reasons), ',') AS p_reasons
+        {{ _sa_string_agg("concat_ws(',', nullif(r.estimation_reasons, ''), r._r_reasons)") }} AS p_reasons
     FROM _sa_steps s LEFT JOIN (SELECT * FROM _sa_recv WHERE _role = 'shared') r USING (step_start, _scope)
     GROUP BY s.step_start, s.step_end, s._scope, s.overhead_cost
 ),
-_sa_keyw AS MATERIALIZED (
+_sa_keyw AS {{ _sa_materialized() }} (
     SELECT step_start, _scope, agg_key, _filtered, sum(_pre_total) AS w
     FROM _sa_src WHERE _role = 'rest' GROUP BY step_start, _scope, agg_key, _filtered
 ),
-_sa_keyden AS MATERIALIZED (
+_sa_keyden AS {{ _sa_materialized() }} (
     -- Filtered rows keep their weight (under `__filtered__`, never output) so a filter never changes a share.
     SELECT step_start, _scope, sum(w) AS wsum, count(DISTINCT agg_key) AS nkeys
     FROM _sa_keyw GROUP BY step_start, _scope
 ),
-_sa_coef AS MATERIALIZED (
+_sa_coef AS {{ _sa_materialized() }} (
     SELECT k.step_start, k._scope, k.agg_key,
         {%- if share_split == 'even' %}
         1.0 / max(d.nkeys) AS coef
@@ -343,7 +370,7 @@ _sa_coef AS MATERIALIZED (
     WHERE NOT k._filtered
     GROUP BY k.step_start, k._scope, k.agg_key
 ),
-_sa_parts AS MATERIALIZED (
+_sa_parts AS {{ _sa_materialized() }} (
     SELECT {{ _sa_select(recv_ov, true, columns) }}
     FROM _sa_recv WHERE _role = 'rest' AND NOT _filtered
     UNION ALL
@@ -372,7 +399,7 @@ _sa_parts AS MATERIALIZED (
     WHERE (p_cost <> 0 OR p_co2e_total_g <> 0 OR p_energy_kwh <> 0)
       AND NOT EXISTS (SELECT 1 FROM _sa_keyden d WHERE d.step_start = _sa_pool.step_start AND d._scope = _sa_pool._scope)
 ),
-_sa_agg AS MATERIALIZED (
+_sa_agg AS {{ _sa_materialized() }} (
     SELECT step_start, step_end, agg_key,
     {%- for c in _SA_PROPS %}
         -- one value on every member: all non-NULL and min = max (no DISTINCT aggregate: those run as separate
@@ -398,22 +425,20 @@ _sa_agg AS MATERIALIZED (
     {%- endfor %}
         coalesce(bool_or(idle_clamped) FILTER (WHERE _base), FALSE) AS idle_clamped,
         coalesce(bool_or(is_estimated), FALSE) AS is_estimated,
-        coalesce(array_to_string(list_sort(list_distinct(list_filter(
-            string_split(string_agg(DISTINCT nullif(estimation_reasons, ''), ','), ','),
-            lambda x: x <> ''))), ','), '') AS estimation_reasons
+        {{ _sa_csv_union('estimation_reasons') }} AS estimation_reasons
     FROM _sa_parts
     GROUP BY step_start, step_end, agg_key
 ),
-_sa_out AS MATERIALIZED (
+_sa_out AS {{ _sa_materialized() }} (
     SELECT a.*,
         -- A14: averages over the members' span (two side-by-side containers add up; consecutive days do not)
-        coalesce((epoch(a.end_ts) - epoch(a.start_ts)) / 60.0, a._max_minutes, 0) AS _span,
+        coalesce(({{ _sa_epoch('a.end_ts') }} - {{ _sa_epoch('a.start_ts') }}) / 60.0, a._max_minutes, 0) AS _span,
         a.cpu_cost + a.cpu_cost_idle AS _cpu_tot,
         a.ram_cost + a.ram_cost_idle AS _ram_tot,
         a.gpu_cost + a.gpu_cost_idle AS _gpu_tot
     FROM _sa_agg a
 ),
-_sa_eff AS MATERIALIZED (
+_sa_eff AS {{ _sa_materialized() }} (
     SELECT o.*,
         CASE WHEN coalesce(_eff_cpu_core_request_average, 0) > 0
                  THEN coalesce(_eff_cpu_core_usage_average, 0) / _eff_cpu_core_request_average

@@ -8,8 +8,8 @@
 
 {# The asset attributes only nodes have, empty for the other branches. #}
 {%- macro no_instance() -%}
-    cast(null as varchar) as provider,
-        cast(null as varchar) as instance_type,
-        cast(null as varchar) as region,
+    cast(null as string) as provider,
+        cast(null as string) as instance_type,
+        cast(null as string) as region,
         false as is_spot,
 {%- endmacro %}

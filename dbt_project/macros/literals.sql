@@ -1,6 +1,6 @@
 {# Values that reach SQL through vars are escaped here; identifiers never come from vars. #}
 {% macro sql_string(value) -%}
-    {%- if value is none -%}cast(null as varchar){%- else -%}'{{ (value | string).replace("'", "''") }}'{%- endif -%}
+    {%- if value is none -%}cast(null as string){%- else -%}{{ string_literal_of(value) }}{%- endif -%}
 {%- endmacro %}
 
 {% macro sql_number(value) -%}

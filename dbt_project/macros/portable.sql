@@ -110,3 +110,150 @@
 {% macro default__quantile_cont(expr, q) -%}
     quantile_cont({{ expr }}, {{ q }})
 {%- endmacro %}
+
+{# ---------------------------------------------------------------------------------------------------------------
+   Spark SQL forms (dbt-spark, Spark 4 with ANSI mode off as dbt-spark sets it; session time zone UTC and
+   spark.sql.timestampType TIMESTAMP_NTZ, profiles.yml, so timestamps are naive UTC like DuckDB's). Keys are embedded
+   in Spark string literals, whose escape is a backslash: quotes and backslashes are dropped from constant keys
+   (Kubernetes label keys never hold them).
+   --------------------------------------------------------------------------------------------------------------- #}
+{% macro spark__json_text(json_col, key) -%}
+    from_json({{ json_col }}, 'map<string,string>')['{{ key | replace("'", "") | replace("\\", "") }}']
+{%- endmacro %}
+
+{% macro spark__regex_replace(expr, pattern, replacement) -%}
+    {#- Spark replaces every match; the patterns used are anchored (one match at most), as on DuckDB -#}
+    regexp_replace({{ expr }}, '{{ pattern }}', '{{ replacement }}')
+{%- endmacro %}
+
+{% macro spark__seconds_between(start_ts, end_ts) -%}
+    {#- DuckDB's date_diff('second') counts second boundaries: the difference of the whole epoch seconds -#}
+    cast(unix_seconds(cast({{ end_ts }} as timestamp_ltz)) - unix_seconds(cast({{ start_ts }} as timestamp_ltz)) as double)
+{%- endmacro %}
+
+{% macro spark__add_seconds(ts, seconds_expr) -%}
+    timestampadd(microsecond, cast(round(({{ seconds_expr }}) * 1000000) as bigint), {{ ts }})
+{%- endmacro %}
+
+{% macro spark__json_object_text(pairs) -%}
+    {#- NULL values kept as JSON null like DuckDB's json_object; numbers are written by Jackson (1.0E8 where DuckDB
+        writes 100000000.0): the same JSON values, not always the same text -#}
+    to_json(named_struct(
+    {%- for k, expr in pairs %}
+        '{{ k | replace("'", "") | replace("\\", "") }}', {{ expr }}{% if not loop.last %},{% endif %}
+    {%- endfor %}
+    ), map('ignoreNullFields', 'false'))
+{%- endmacro %}
+
+{% macro spark__json_text_expr(json_col, key_expr) -%}
+    from_json({{ json_col }}, 'map<string,string>')[replace({{ key_expr }}, '"', '')]
+{%- endmacro %}
+
+{% macro spark__json_array_agg_distinct(col) -%}
+    to_json(array_sort(collect_set({{ col }})))
+{%- endmacro %}
+
+{% macro spark__sanitise_label_key_expr(key_expr) -%}
+    regexp_replace({{ key_expr }}, '[^a-zA-Z0-9_]', '_')
+{%- endmacro %}
+
+{% macro spark__json_value_text(json_col, key) -%}
+    get_json_object({{ json_col }}, "$['{{ key | replace("'", "") | replace('"', '') | replace("\\", "") }}']")
+{%- endmacro %}
+
+{% macro spark__unnest_json_keys(json_expr) -%}
+    explode(json_object_keys({{ json_expr }}))
+{%- endmacro %}
+
+{% macro spark__quantile_cont(expr, q) -%}
+    percentile({{ expr }}, {{ q }})
+{%- endmacro %}
+
+{# A SQL string literal of a Python/Jinja value (vars, keys): quote doubling on DuckDB, backslash escapes on Spark. #}
+{% macro string_literal_of(value) -%}
+    {{ return(adapter.dispatch('string_literal_of', 'kubeledger')(value)) }}
+{%- endmacro %}
+{% macro default__string_literal_of(value) -%}
+    '{{ (value | string).replace("'", "''") }}'
+{%- endmacro %}
+{% macro spark__string_literal_of(value) -%}
+    '{{ (value | string).replace("\\", "\\\\").replace("'", "\\'") }}'
+{%- endmacro %}
+
+{# Seconds since the epoch of a naive timestamp, as a double (sub-second part kept). #}
+{% macro epoch_seconds(ts) -%}
+    {{ return(adapter.dispatch('epoch_seconds', 'kubeledger')(ts)) }}
+{%- endmacro %}
+{% macro default__epoch_seconds(ts) -%}
+    epoch({{ ts }})
+{%- endmacro %}
+{% macro spark__epoch_seconds(ts) -%}
+    (unix_micros(cast({{ ts }} as timestamp_ltz)) / 1e6)
+{%- endmacro %}
+
+{# Aggregate: the non-NULL values joined with ',' in no particular order; NULL when there is none. #}
+{% macro string_agg_csv(expr) -%}
+    {{ return(adapter.dispatch('string_agg_csv', 'kubeledger')(expr)) }}
+{%- endmacro %}
+{% macro default__string_agg_csv(expr) -%}
+    string_agg({{ expr }}, ',')
+{%- endmacro %}
+{% macro spark__string_agg_csv(expr) -%}
+    case when count({{ expr }}) > 0 then concat_ws(',', collect_list({{ expr }})) end
+{%- endmacro %}
+
+{# Aggregate: the distinct non-empty items of a column of ','-joined lists, sorted and joined with ','; '' if none. #}
+{% macro csv_union_agg(col) -%}
+    {{ return(adapter.dispatch('csv_union_agg', 'kubeledger')(col)) }}
+{%- endmacro %}
+{% macro default__csv_union_agg(col) -%}
+    coalesce(array_to_string(list_sort(list_distinct(list_filter(
+            string_split(string_agg(DISTINCT nullif({{ col }}, ''), ','), ','),
+            lambda x: x <> ''))), ','), '')
+{%- endmacro %}
+{% macro spark__csv_union_agg(col) -%}
+    coalesce(array_join(array_sort(array_distinct(filter(
+            split(concat_ws(',', collect_set(nullif({{ col }}, ''))), ','),
+            x -> x <> ''))), ','), '')
+{%- endmacro %}
+
+{# An expression that fails the query with `message`. #}
+{% macro raise_sql_error(message) -%}
+    {{ return(adapter.dispatch('raise_sql_error', 'kubeledger')(message)) }}
+{%- endmacro %}
+{% macro default__raise_sql_error(message) -%}
+    error({{ string_literal_of(message) }})
+{%- endmacro %}
+{% macro spark__raise_sql_error(message) -%}
+    raise_error({{ string_literal_of(message) }})
+{%- endmacro %}
+
+{# `materialized` hint of a CTE evaluated once (DuckDB); Spark has no such hint (it reuses exchanges itself). #}
+{% macro cte_materialized() -%}
+    {{ return(adapter.dispatch('cte_materialized', 'kubeledger')()) }}
+{%- endmacro %}
+{% macro default__cte_materialized() -%}
+    MATERIALIZED
+{%- endmacro %}
+{% macro spark__cte_materialized() -%}
+{%- endmacro %}
+
+{# Statement (hook) removing the days of a table partitioned by day that are more than keep_days before its newest
+   usage_date. DuckDB deletes the rows; Spark's Parquet tables cannot delete rows, so their old (cluster,
+   usage_date) partitions are dropped (run here; the hook's own SQL is then empty). #}
+{% macro delete_days_before(relation, keep_days) -%}
+    {{ return(adapter.dispatch('delete_days_before', 'kubeledger')(relation, keep_days)) }}
+{%- endmacro %}
+{% macro default__delete_days_before(relation, keep_days) -%}
+    delete from {{ relation }} where usage_date < {{ dbt.dateadd('day', -keep_days, '(select max(usage_date) from ' ~ relation ~ ')') }}
+{%- endmacro %}
+{% macro spark__delete_days_before(relation, keep_days) -%}
+    {%- if execute -%}
+        {%- set old = run_query('select distinct cluster, cast(usage_date as string) as usage_date from ' ~ relation
+            ~ ' where usage_date < ' ~ dbt.dateadd('day', -keep_days, '(select max(usage_date) from ' ~ relation ~ ')')) -%}
+        {%- for row in old.rows -%}
+            {%- do run_query('alter table ' ~ relation ~ ' drop if exists partition (cluster = '
+                ~ string_literal_of(row[0]) ~ ', usage_date = ' ~ string_literal_of(row[1]) ~ ')') -%}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro %}

@@ -65,7 +65,7 @@
 
 {# Text of a number rounded to whole units (for the human action sentence). #}
 {% macro rec_int_text(expr) -%}
-    cast(cast(round({{ expr }}) as bigint) as varchar)
+    cast(cast(round({{ expr }}) as bigint) as string)
 {%- endmacro %}
 
 {# The columns every recommendation model ends with, in the mart's order (after the kind's own columns). #}
@@ -100,8 +100,7 @@
 {# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
    otherwise; raw tables have their own retention). #}
 {% macro rec_history_prune() -%}
-    {%- set keep = ((var('recommendations', {}) or {}).get('history_days', 42)) | int -%}
-    delete from {{ this }} where usage_date < {{ dbt.dateadd('day', -keep, '(select max(usage_date) from ' ~ this ~ ')') }}
+    {{- delete_days_before(this, ((var('recommendations', {}) or {}).get('history_days', 42)) | int) -}}
 {%- endmacro %}
 
 {# The columns every recommendation model ends with, after rec_common_columns: the request change (empty for kinds

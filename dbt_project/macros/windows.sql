@@ -11,8 +11,8 @@
 {% macro cluster_config_relation() -%}
     {%- set clusters = var('clusters', {}) -%}
     {%- if clusters | length == 0 -%}
-    (select cast(null as varchar) as cluster, cast(null as varchar) as provider, cast(null as varchar) as region,
-            cast(null as varchar) as carbon_zone, cast(null as double) as pue where 1 = 0)
+    (select cast(null as string) as cluster, cast(null as string) as provider, cast(null as string) as region,
+            cast(null as string) as carbon_zone, cast(null as double) as pue where 1 = 0)
     {%- else -%}
     (select * from (values
     {%- for name, c in clusters.items() %}

@@ -9,7 +9,7 @@ with nodes as (
 carbon_zones as (
     select distinct
         'carbon_zone' as lookup_kind,
-        cast(null as varchar) as provider,
+        cast(null as string) as provider,
         carbon_zone as lookup_key
     from nodes
     where carbon_zone is not null

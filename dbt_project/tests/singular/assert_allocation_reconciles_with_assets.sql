@@ -57,7 +57,7 @@ per_cluster as (
     group by usage_date, cluster
 )
 
-select 'cluster_day' as check_name, usage_date, cluster, cast(null as varchar) as node,
+select 'cluster_day' as check_name, usage_date, cluster, cast(null as string) as node,
        allocated_compute_cost, node_compute_cost, allocated_compute_cost - node_compute_cost as difference
 from per_cluster
 where {{ floats_differ('allocated_compute_cost', 'node_compute_cost') }}

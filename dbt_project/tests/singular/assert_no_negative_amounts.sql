@@ -27,7 +27,7 @@
 {%- set outer_loop = loop %}
 {%- for col in columns %}
 select '{{ model_name }}' as mart, '{{ col }}' as column_name, usage_date, cluster,
-       cast({{ key_expr }} as varchar) as row_key, cast({{ col }} as double) as amount
+       cast({{ key_expr }} as string) as row_key, cast({{ col }} as double) as amount
 from {{ ref(model_name) }}
 where {{ col }} < 0
 {% if not (outer_loop.last and loop.last) %}union all{% endif %}

@@ -60,7 +60,7 @@ select
     usage_date,
     cluster,
     {{ rec_common_columns('abandoned_workload', 'namespace', 'controller_kind', 'controller',
-        'cast(null as varchar)', "namespace || '/' || lower(controller_kind) || '/' || controller",
+        'cast(null as string)', "namespace || '/' || lower(controller_kind) || '/' || controller",
         "'Scale ' || lower(controller_kind) || ' ' || controller || ' to zero or delete it: its replicas used '
          || " ~ rec_int_text('cpu_cores_per_replica * 1000000') ~ " || ' micro-cores of CPU and '
          || " ~ rec_int_text('network_bytes_per_s_per_replica') ~ " || ' B/s of traffic on average'",

@@ -128,7 +128,7 @@ select
     usage_date,
     cluster,
     {{ rec_common_columns('carbon_shift_time', 'namespace', 'controller_kind', 'controller',
-        'cast(null as varchar)', "namespace || '/' || lower(controller_kind) || '/' || controller",
+        'cast(null as string)', "namespace || '/' || lower(controller_kind) || '/' || controller",
         "'Run it at ' || lpad(" ~ rec_int_text('typical_best_start_hour') ~ ", 2, '0') || ':00 UTC in '
          || carbon_zone || ', the lowest-carbon ' || " ~ rec_int_text('hours_per_day') ~ " || '-hour window of the day'",
         [('carbon_zone', 'carbon_zone'), ('typical_best_start_hour', 'typical_best_start_hour'),

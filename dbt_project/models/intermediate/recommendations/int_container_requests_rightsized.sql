@@ -13,7 +13,16 @@ cluster_hours as (
 ),
 
 samples as (
-    select days.usage_date, h.*
+    -- the history's columns used below, named (h.* would repeat usage_date: the build day here is days')
+    select
+        days.usage_date,
+        {%- for col in ['cluster', 'namespace', 'controller_kind', 'controller', 'container', 'hour_ts', 'run_h',
+                        'cpu_request_cores', 'ram_request_bytes', 'cpu_usage_max_cores', 'ram_usage_max_bytes',
+                        'cpu_usage_core_hours', 'ram_usage_byte_hours', 'cpu_core_hours', 'ram_byte_hours',
+                        'cpu_price_usd', 'ram_price_usd', 'energy_memory_kwh', 'carbon_intensity_g_per_kwh', 'pue',
+                        'co2e_embodied_g', 'is_usage_missing'] + (rec_input_flags() | map(attribute=0) | list) %}
+        h.{{ col }}{{ ',' if not loop.last }}
+        {%- endfor %}
     from days
     {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
     where h.controller is not null

@@ -1,8 +1,8 @@
 -- grain: one row per (cluster, hour_ts, node), kept across builds (incremental by day)
 -- Node pool (instance type x availability zone), allocatable capacity, requests placed on the node, cost, the
 -- energy model's fixed term (idle watts x vCPUs) and embodied rate, and the hour's carbon intensity of its zone.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
-          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
+-- Incremental by day (dbt_project.yml); the post-hook drops days older than history_days.
+{{ config(post_hook="{{ rec_history_prune() }}") }}
 
 with enriched as (
     select * from {{ ref('int_nodes_enriched_hourly') }}

@@ -73,8 +73,8 @@ removable as (
 select
     usage_date,
     cluster,
-    {{ rec_common_columns('idle_node_pool', 'cast(null as varchar)', 'cast(null as varchar)',
-        'cast(null as varchar)', 'cast(null as varchar)',
+    {{ rec_common_columns('idle_node_pool', 'cast(null as string)', 'cast(null as string)',
+        'cast(null as string)', 'cast(null as string)',
         "instance_type || '@' || coalesce(availability_zone, 'no-zone')",
         "'Remove ' || " ~ rec_int_text('nodes_removable') ~ " || ' of ' || " ~ rec_int_text('nodes_max')
          ~ " || ' ' || instance_type || ' nodes in ' || coalesce(availability_zone, 'no zone')

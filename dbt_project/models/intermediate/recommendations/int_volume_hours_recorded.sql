@@ -1,7 +1,7 @@
 -- grain: one row per (cluster, hour_ts, pv), kept across builds (incremental by day)
 -- Whether any pod mounted the volume in the hour, its claim (NULL = unclaimed), cost and storage energy.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
-          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
+-- Incremental by day (dbt_project.yml); the post-hook drops days older than history_days.
+{{ config(post_hook="{{ rec_history_prune() }}") }}
 
 select
     cast(hour_ts as date) as usage_date,

@@ -45,8 +45,8 @@ flagged as (
 select
     usage_date,
     cluster,
-    {{ rec_common_columns('unclaimed_volume', 'namespace', 'cast(null as varchar)', 'cast(null as varchar)',
-        'cast(null as varchar)', "coalesce(namespace || '/' || pvc, pv)",
+    {{ rec_common_columns('unclaimed_volume', 'namespace', 'cast(null as string)', 'cast(null as string)',
+        'cast(null as string)', "coalesce(namespace || '/' || pvc, pv)",
         "case when pvc is null then 'Delete unclaimed volume ' || pv
               else 'Delete claim ' || namespace || '/' || pvc || ' (volume ' || pv || '): no pod mounted it' end",
         [('pv', 'pv'), ('pvc', 'pvc'), ('unclaimed', 'pvc is null')]) }},

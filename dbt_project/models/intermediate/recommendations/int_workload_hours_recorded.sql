@@ -2,8 +2,8 @@
 -- The hourly history the recommendations look back over: peaks, requests, allocation, prices, energy and carbon
 -- per container instance, with its controller and carbon zone. Network bytes are the pod's, split evenly over its
 -- containers as in fct_allocation_daily.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key=['usage_date', 'cluster'],
-          on_schema_change='append_new_columns', post_hook="{{ rec_history_prune() }}") }}
+-- Incremental by day (dbt_project.yml); the post-hook drops days older than history_days.
+{{ config(post_hook="{{ rec_history_prune() }}") }}
 
 with allocated as (
     select * from {{ ref('int_containers_allocated_hourly') }}

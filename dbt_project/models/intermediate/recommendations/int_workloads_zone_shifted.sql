@@ -62,7 +62,7 @@ select
     usage_date,
     cluster,
     {{ rec_common_columns('carbon_shift_zone', 'namespace', 'controller_kind', 'controller',
-        'cast(null as varchar)', "namespace || '/' || lower(controller_kind) || '/' || controller",
+        'cast(null as string)', "namespace || '/' || lower(controller_kind) || '/' || controller",
         "'Run it in cluster ' || other_cluster || ' (zone ' || other_zone || ') instead of zone ' || carbon_zone",
         [('carbon_zone', 'carbon_zone'), ('other_cluster', 'other_cluster'), ('other_zone', 'other_zone'),
          ('co2e_g_in_window', 'co2e_g'), ('other_co2e_g_in_window', 'other_co2e_g'),
