@@ -75,7 +75,7 @@ def _dir_bytes(path: Path) -> int:
 
 def stage_spark(p: dict[str, Any]) -> dict[str, Any]:
     """The day on Spark: a copy of the DuckDB stages' warehouse (raw tables, seeds) gets the Spark marts."""
-    from bench.stages import dbt_args, paths, settings_for, window
+    from bench.stages import day_hours, dbt_args, paths, settings_for, window
     from pipelines.engines import spark as engine
     from pipelines.engines.marts_load import load_marts
     from pipelines.engines.spark_session import get_session, stop_session
@@ -114,7 +114,7 @@ def stage_spark(p: dict[str, Any]) -> dict[str, Any]:
         call = dbt(["run", "--select", f"+{LOOKUPS_MODEL}", "--exclude", "resource_type:seed"])
         engine.copy_lookups(settings, call)
         with open_warehouse(settings) as con:
-            extract_carbon(settings, con, [start])  # the window's zones, as the DuckDB lookups stage
+            extract_carbon(settings, con, day_hours(p))  # as the DuckDB lookups stage
             extract_boavizta_impacts(settings, con)
         engine.export_window(settings, start, end, None)  # the extracts' tables into the lake
 
