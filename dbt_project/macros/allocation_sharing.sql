@@ -124,6 +124,11 @@ coalesce(array_to_string(list_sort(list_distinct(list_filter(
 {%- set sk = k | replace('.', '_') | replace('-', '_') | replace('/', '_') -%}
 {%- set lookups = [] -%}
 {%- for col in cols -%}
+{%- if adapter is defined and adapter.type() != 'duckdb' -%}
+{#- dbt on another engine: the same two lookups from macros/portable.sql -#}
+{%- set _ = lookups.append(json_text(col, k)) -%}
+{%- if sk != k or '_' in k -%}{%- set _ = lookups.append(json_text_of_sanitised_key(col, _sa_sql_str(sk))) -%}{%- endif -%}
+{%- else -%}
 {%- set _ = lookups.append('json_extract_string(' ~ col ~ ', ' ~ _sa_json_path(k) ~ ')') -%}
 {%- if sk != k or '_' in k -%}
 {%- set match -%}
@@ -133,6 +138,7 @@ list_filter(json_keys({{ col }}), lambda _k: regexp_replace(_k, '[^a-zA-Z0-9_]',
 json_extract_string({{ col }}, '$."' || replace(replace({{ match }}, '\', '\\'), '"', '\"') || '"')
 {%- endset -%}
 {%- set _ = lookups.append(fuzzy) -%}
+{%- endif -%}
 {%- endif -%}
 {%- endfor -%}
 coalesce({{ lookups | join(', ') }})

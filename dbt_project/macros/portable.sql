@@ -136,13 +136,37 @@
 {%- endmacro %}
 
 {% macro spark__json_object_text(pairs) -%}
-    {#- NULL values kept as JSON null like DuckDB's json_object; numbers are written by Jackson (1.0E8 where DuckDB
-        writes 100000000.0): the same JSON values, not always the same text -#}
-    to_json(named_struct(
-    {%- for k, expr in pairs %}
-        '{{ k | replace("'", "") | replace("\\", "") }}', {{ expr }}{% if not loop.last %},{% endif %}
+    {#- Built as text so it reads as DuckDB's json_object writes it: doubles in yyjson's notation (json_double_text),
+        every other value as to_json writes it inside an array; NULL values kept as JSON null -#}
+    concat('{', concat_ws(','
+    {%- for k, expr in pairs %},
+        concat('"{{ k | replace("'", "") | replace('"', '') | replace("\\", "") }}":', case when typeof({{ expr }}) = 'double'
+            then coalesce({{ json_double_text('cast(' ~ expr ~ ' as double)') }}, 'null')
+            else regexp_extract(to_json(array({{ expr }})), '^\\[(.*)\\]$', 1) end)
     {%- endfor %}
-    ), map('ignoreNullFields', 'false'))
+    ), '}')
+{%- endmacro %}
+
+{# Spark: a double as DuckDB's JSON writer (yyjson) prints it: plain notation with at least one decimal when the
+   decimal exponent is in [-6, 21) (134217728.0, 0.0000015), else d.ddde<exp> (1.5e-7, 1e21). Spark's cast to
+   string gives Java's form (1.34217728E8, plain between 1e-3 and 1e7): its digits are re-laid out. #}
+{% macro json_double_text(expr) -%}
+    {%- set s = 'cast(' ~ expr ~ ' as string)' -%}
+    {%- set sci = "'^(-?)([0-9])[.]([0-9]+)E(-?[0-9]+)$'" -%}
+    {%- set sign = 'regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 1)' -%}
+    {%- set lead = 'regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 2)' -%}
+    {%- set frac = "regexp_replace(regexp_extract(" ~ s ~ ", " ~ sci ~ ", 3), '0+$', '')" -%}
+    {%- set e = 'cast(regexp_extract(' ~ s ~ ', ' ~ sci ~ ', 4) as int)' -%}
+    {%- set digits = 'concat(' ~ lead ~ ', ' ~ frac ~ ')' -%}
+    case
+        when {{ s }} not like '%E%' then {{ s }}
+        when {{ e }} >= 21 or {{ e }} < -6
+            then concat({{ sign }}, {{ lead }}, case when {{ frac }} = '' then '' else concat('.', {{ frac }}) end,
+                        'e', {{ e }})
+        when {{ e }} < 0 then concat({{ sign }}, '0.', repeat('0', -{{ e }} - 1), {{ digits }})
+        when length({{ digits }}) <= {{ e }} + 1 then concat({{ sign }}, rpad({{ digits }}, {{ e }} + 1, '0'), '.0')
+        else concat({{ sign }}, substr({{ digits }}, 1, {{ e }} + 1), '.', substr({{ digits }}, {{ e }} + 2))
+    end
 {%- endmacro %}
 
 {% macro spark__json_text_expr(json_col, key_expr) -%}
@@ -256,4 +280,23 @@
                 ~ string_literal_of(row[0]) ~ ', usage_date = ' ~ string_literal_of(row[1]) ~ ')') -%}
         {%- endfor -%}
     {%- endif -%}
+{%- endmacro %}
+
+{# JSON text of the first key of a JSON object whose kube-state-metrics sanitised form equals `sanitised_literal` (a
+   SQL string literal); NULL if none (macros/allocation_sharing.sql label_lookup; the API renders its DuckDB form). #}
+{% macro json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    {{ return(adapter.dispatch('json_text_of_sanitised_key', 'kubeledger')(json_col, sanitised_literal)) }}
+{%- endmacro %}
+{% macro default__json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    json_extract_string({{ json_col }}, '$."' || replace(replace(list_filter(json_keys({{ json_col }}), lambda _k: regexp_replace(_k, '[^a-zA-Z0-9_]', '_', 'g') = {{ sanitised_literal }})[1], '\', '\\'), '"', '\"') || '"')
+{%- endmacro %}
+{% macro spark__json_text_of_sanitised_key(json_col, sanitised_literal) -%}
+    element_at(map_values(map_filter(from_json({{ json_col }}, 'map<string,string>'),
+        (_k, _v) -> regexp_replace(_k, '[^a-zA-Z0-9_]', '_') = {{ sanitised_literal }})), 1)
+{%- endmacro %}
+
+{# dbt.dateadd on Spark (overrides dbt-spark's, which goes through to_timestamp(<epoch seconds>): with
+   spark.sql.timestampType TIMESTAMP_NTZ that cast gives NULL). A timestamp (date input cast to one), like DuckDB. #}
+{% macro spark__dateadd(datepart, interval, from_date_or_timestamp) -%}
+    timestampadd({{ datepart }}, {{ interval }}, cast({{ from_date_or_timestamp }} as timestamp))
 {%- endmacro %}

@@ -41,7 +41,8 @@ def test_every_dbt_unit_test_passes(tmp_path, monkeypatch):
 
     res = _dbt(["test", "--select", "test_type:unit"], tmp_path)
     assert res.exception is None, res.exception
-    results = list(res.result)
+    # the project's on-run-start hook (Spark's lake views, empty on DuckDB) reports as an operation
+    results = [r for r in res.result if r.node.resource_type != "operation"]
     names = [r.node.name for r in results]
     failed = [f"{r.node.name}: {r.status}\n{r.message}" for r in results if str(r.status) != "pass"]
     assert len(results) > 0, "no dbt unit test ran"
