@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--demo-e2e", action="store_true",
                     help="the 12-node demo end to end through the CLI: cold day, warm re-run, 30-day backfill "
                     "(bench/demo_e2e.py); alone unless --scales is given")
+    ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                    help="spark: after each scale's DuckDB stages, the same day on the Spark engine (local[2], one "
+                    "JVM) from the same raw tables, side by side, marts compared (needs `pip install -e '.[spark]'` "
+                    "and Java 17)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     return ap
 
@@ -156,6 +160,10 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
     print("  query ...", end="", flush=True)
     queries = run_stage("query", "query", params, logs)
     print(f" {queries.wall_s:.1f} s", flush=True)
+    if args.engine == "spark":
+        from bench.spark import run_spark_scale
+
+        stages.append(run_spark_scale(params, logs))
     rec = reconcile(wd / "kubeledger.duckdb", args.date, args.date + timedelta(days=args.days),
                     allow_clamped=nodes <= DEMO_FEATURE_NODES)
     return stages, queries, rec
@@ -312,14 +320,21 @@ def main(argv: list[str] | None = None) -> int:
             cpp = args.containers_per_pod or cpp
             title = (f"{nodes:,} nodes / {nodes * ppn:,} pods / {cpp} containers per pod, {args.hours} h of "
                      f"{args.date}" + (f", marts replicated to {args.days} days" if args.days > 1 else ""))
+            spark = [s for s in stages if s.name == "spark"]
+            stages = [s for s in stages if s.name != "spark"]
             text = "\n".join(x for x in (format_table(title, stages), format_queries(queries),
                                          format_reconciliation(f"{nodes:,} nodes", rec), format_models(stages)) if x)
+            if spark:
+                from bench.spark import format_side_by_side
+
+                text += "\n\n" + format_side_by_side(nodes, stages, spark[0])
+                failed |= not spark[0].data.get("identical")
             print("\n" + text + "\n", flush=True)
             reports.append(text)
             failed |= not rec.passed
             summaries.append(summary_row(nodes, stages, queries, rec))
             results["scales"].append({"nodes": nodes, "pods": nodes * ppn, "containers_per_pod": cpp,
-                                      "stages": [vars(s) for s in stages], "queries": vars(queries),
+                                      "stages": [vars(s) for s in stages + spark], "queries": vars(queries),
                                       "reconciliation": vars(rec)})
         if args.prometheus:
             prom, shape = run_prometheus(args, root)

@@ -393,6 +393,10 @@ STAGES = {"generate": stage_generate, "load": stage_load, "lookups": stage_looku
 
 def main(argv: list[str]) -> int:
     stage, params_json, result_path = argv
+    if stage == "spark":  # the Spark engine's stage (bench --engine spark) lives apart, with its own imports
+        from bench.spark import stage_spark
+
+        STAGES["spark"] = stage_spark
     params = json.loads(params_json)
     t = time.perf_counter()
     result = STAGES[stage](params)

@@ -118,6 +118,25 @@ def _boavizta(settings: Settings, timeout_s: float) -> str:
     return f"{url} answers (Boavizta API {version})"
 
 
+def _engine_check(settings: Settings) -> Check:
+    """The engine dbt runs on; for spark, the lake and session settings, and whether pyspark and Java are there."""
+    if settings.engine != "spark":
+        return Check("engine duckdb", True, f"dbt on the warehouse file; lake (unused) {settings.lake_root}")
+    import importlib.util
+    import shutil
+
+    spark = settings.lake.spark
+    detail = (f"lake {settings.lake_root} (raw kept {settings.lake.keep_raw_days} days), master {spark.master}, "
+              f"driver memory {spark.driver_memory}, {len(spark.conf)} extra setting(s)"
+              + "".join(f"; {k}={v}" for k, v in sorted(spark.conf.items()) if "secret" not in k.lower()))
+    missing = [what for what, ok in (
+        ("pyspark and dbt-spark (pip install -e '.[spark]')",
+         importlib.util.find_spec("pyspark") is not None and importlib.util.find_spec("dbt.adapters.spark")),
+        ("Java 17 (`java` on PATH or JAVA_HOME)", shutil.which("java") or os.environ.get("JAVA_HOME")),
+    ) if not ok]
+    return Check("engine spark", not missing, detail + ("; missing: " + ", ".join(missing) if missing else ""))
+
+
 def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
     from pipelines.days import DateError, first_day, newest_day
 
@@ -134,6 +153,7 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
     checks.append(Check(f"warehouse folder {folder}", writable,
                         "exists" if folder.exists() and writable else "will be created" if writable
                         else f"cannot be written ({existing} is not writable)"))
+    checks.append(_engine_check(settings))
     dagster = getattr(settings, "dagster", None)
     if dagster is not None and getattr(dagster, "storage", "sqlite") == "postgres":
         from pipelines.dagster_defs.instance import postgres_url_problem

@@ -10,6 +10,8 @@ Every validation error is one line naming the file, the key and what is allowed,
   with a host), header names and values, `warehouse.memory_limit` (DuckDB size) and `schedule.daily_cron`
   (what Dagster accepts) each have their own rule;
 - the YAML itself: a key given twice in one mapping is an error (YAML would silently keep the last);
+- `engine` (duckdb | spark) and the `lake` section (root folder or s3a:// gs:// abfss:// hdfs:// URI, Spark
+  master URL, JVM driver memory, spark.* extra settings);
 - the files the configuration names (price files, Prometheus token and TLS files, kubeconfig) exist and are
   regular files.
 
@@ -34,6 +36,7 @@ from pipelines.settings_models import (
     DemoSettings,
     EnergySettings,
     KubernetesSettings,
+    LakeSettings,
     PricingSettings,
     PrometheusSettings,
     QualitySettings,
@@ -42,6 +45,7 @@ from pipelines.settings_models import (
     Settings,
     SettingsError,
     SharingSettings,
+    SparkSettings,
     WarehouseSettings,
 )
 from pipelines.settings_rules import (
@@ -64,9 +68,9 @@ from pipelines.settings_validation import (
 
 __all__ = [
     "DEFAULT_CONFIG_NAME", "NUMBER_RANGES", "PROVIDERS", "BoaviztaSettings", "CarbonSettings", "ClusterSettings",
-    "DagsterSettings", "DemoSettings", "EnergySettings", "KubernetesSettings", "NumberRange", "PricingSettings",
+    "DagsterSettings", "DemoSettings", "EnergySettings", "KubernetesSettings", "LakeSettings", "NumberRange", "PricingSettings",
     "PrometheusSettings", "QualitySettings", "RecommendationSettings", "ScheduleSettings", "Settings", "SettingsError", "SharingSettings",
-    "StrictLoader", "WarehouseSettings", "_NESTED", "carbon_provider_choices", "file_problem", "load_settings",
+    "SparkSettings", "StrictLoader", "WarehouseSettings", "_NESTED", "carbon_provider_choices", "file_problem", "load_settings",
     "max_threads", "settings_from_json", "settings_to_json",
 ]
 

@@ -188,8 +188,31 @@ class DagsterSettings:
 
 
 @dataclass(frozen=True)
+class SparkSettings:
+    """The Spark session the spark engine starts (local mode by default; README "Outgrowing one machine")."""
+
+    master: str = "local[2]"  # local[N] | local[*] | yarn | spark://host:port | k8s://https://host:port
+    driver_memory: str = "2g"  # JVM size (spark.driver.memory), e.g. 2g, 1536m
+    conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings (object-store credentials, ...)
+
+
+@dataclass(frozen=True)
+class LakeSettings:
+    """The Parquet lake the spark engine reads (raw landing) and writes (marts)."""
+
+    root: str | None = None  # a folder, or s3a://, gs://, abfss://, hdfs:// URI; unset: <warehouse folder>/lake
+    keep_raw_days: int = 35  # raw partitions older than this many days are removed from the lake; marts are kept
+    spark: SparkSettings = field(default_factory=SparkSettings)
+
+
+ENGINES = ("duckdb", "spark")
+
+
+@dataclass(frozen=True)
 class Settings:
+    engine: str = "duckdb"  # duckdb (one file, the default) | spark (dbt on Spark over the Parquet lake)
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
+    lake: LakeSettings = field(default_factory=LakeSettings)
     clusters: tuple[ClusterSettings, ...] = (ClusterSettings(name="demo"),)
     carbon: CarbonSettings = field(default_factory=CarbonSettings)
     boavizta: BoaviztaSettings = field(default_factory=BoaviztaSettings)
@@ -229,3 +252,16 @@ class Settings:
     @property
     def parquet_path(self) -> Path:
         return self.resolve(self.warehouse.parquet_path)
+
+    @property
+    def lake_root(self) -> str:
+        """The lake's root: a URI as written (s3a://...), else an absolute folder (default <warehouse folder>/lake)."""
+        root = self.lake.root
+        if root and "://" in root:
+            return root.rstrip("/")
+        return str(self.resolve(root) if root else self.warehouse_path.parent / "lake")
+
+    @property
+    def spark_state_dir(self) -> Path:
+        """Spark's metastore (Derby), warehouse and scratch folders: state, never in the code tree."""
+        return self.warehouse_path.parent / "state" / "spark"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from pipelines.settings_models import ScheduleSettings
+from pipelines.settings_models import ENGINES, ScheduleSettings
 
 # cluster names become partition paths (cluster=<name>/), Dagster tags and dbt vars: DNS-label-like, lowercase so
 # two names never collide on a case-insensitive file system
@@ -50,6 +50,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "energy.pue_source": ("greenkube", "ccf"),
     "dagster.storage": ("sqlite", "postgres"),
     "clusters[].demo.scenario": ("default", "recommendations"),
+    "engine": ENGINES,
 }
 
 
@@ -146,6 +147,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
     "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
     "warehouse.keep_reports": NumberRange(1, 3650, integer=True, what="HTML reports kept per kind"),
+    "lake.keep_raw_days": NumberRange(1, 3650, integer=True, what="days of raw partitions kept in the lake"),
     "warehouse.threads": NumberRange(1, max_threads(), integer=True,
                                      what=f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
                                           f"{os.cpu_count() or 1} CPUs"),
@@ -214,6 +216,44 @@ def cron_problem(value: str) -> str | None:
     if not valid:
         return allowed
     _VALID_CRONS.add(value)
+    return None
+
+
+# Spark's master URLs (spark-submit --master) and JVM sizes (spark.driver.memory)
+SPARK_MASTER_RE = re.compile(r"local(\[([1-9][0-9]{0,3}|\*)\])?|yarn|spark://[A-Za-z0-9.\-]+:[0-9]{1,5}"
+                             r"|k8s://https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?")
+JVM_SIZE_RE = re.compile(r"([0-9]{1,7})([kmgt])?", re.IGNORECASE)
+JVM_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+LAKE_SCHEMES = ("file", "s3a", "gs", "abfss", "hdfs")
+SPARK_CONF_KEY_RE = re.compile(r"spark\.[A-Za-z0-9_.\-]{1,250}")
+# set by the dedicated keys or by the engine itself (loopback binding, metastore under the state folder)
+SPARK_CONF_RESERVED = {"spark.master": "lake.spark.master", "spark.driver.memory": "lake.spark.driver_memory",
+                       "spark.driver.host": "the engine (127.0.0.1 in local mode)",
+                       "spark.driver.bindAddress": "the engine (127.0.0.1 in local mode)",
+                       "spark.sql.warehouse.dir": "the engine (<warehouse folder>/state/spark)"}
+
+
+def spark_master_problem(value: str) -> str | None:
+    if SPARK_MASTER_RE.fullmatch(value):
+        return None
+    return "use a Spark master URL: local, local[N], local[*], yarn, spark://host:port or k8s://https://host:port"
+
+
+def jvm_size_problem(value: str) -> str | None:
+    allowed = "use a JVM size: a whole number and k, m, g or t (e.g. 2g, 1536m), at least 512m"
+    m = JVM_SIZE_RE.fullmatch(value)
+    if not m or int(m.group(1)) * JVM_SIZE_UNITS[(m.group(2) or "").lower()] < 512 * 1024**2:
+        return allowed
+    return None
+
+
+def lake_root_problem(value: str) -> str | None:
+    if "://" not in value:
+        return None if value.strip() == value and value else "use a folder path (no leading or trailing spaces)"
+    scheme, _, rest = value.partition("://")
+    if scheme.lower() not in LAKE_SCHEMES or not rest or any(c.isspace() for c in value):
+        return (f"use a folder or a URI with one of the schemes {', '.join(s + '://' for s in LAKE_SCHEMES)} "
+                "(e.g. s3a://bucket/kubeledger), without spaces")
     return None
 
 

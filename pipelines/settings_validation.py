@@ -25,12 +25,17 @@ from pipelines.settings_rules import (
     LABEL_KEY_RE,
     NUMBER_RANGES,
     PROM_LABEL_NAME_RE,
+    SPARK_CONF_KEY_RE,
+    SPARK_CONF_RESERVED,
     URL_KEYS,
     ZONE_RE,
     choices,
     cron_problem,
     file_problem,
+    jvm_size_problem,
+    lake_root_problem,
     memory_problem,
+    spark_master_problem,
     start_date_problem,
     url_problem,
 )
@@ -155,6 +160,8 @@ def _coerce(t: str, value: Any, key: str, ctx: ValidationContext) -> Any:
             if key.endswith("shared_labels") and ":" not in v:
                 raise ctx.error(key, f"{v!r} must look like 'label:value' (e.g. app:prometheus)")
         return tuple(value)
+    if t.startswith("dict") and _generic(key) == "lake.spark.conf":
+        return _spark_conf(value, key, ctx)
     if t.startswith("dict"):
         return _headers(value, key, ctx)
     if t == "bool":
@@ -233,6 +240,12 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
         problem = cron_problem(value)
     elif generic == "schedule.start_date":
         problem = start_date_problem(value)
+    elif generic == "lake.root":
+        problem = lake_root_problem(value)
+    elif generic == "lake.spark.master":
+        problem = spark_master_problem(value)
+    elif generic == "lake.spark.driver_memory":
+        problem = jvm_size_problem(value)
     if problem:
         raise ctx.error(key, f"{value!r} is not allowed; {problem}")
 
@@ -253,6 +266,33 @@ def _headers(value: Any, key: str, ctx: ValidationContext) -> dict[str, str]:
             found = f"found {bad.group()!r}" if bad else "found leading or trailing spaces"
             raise ctx.error(hkey, f"{v!r} is not allowed; use a header value without CR, LF or other control "
                                   f"characters and without leading or trailing spaces ({found})")
+        out[name] = v
+    return out
+
+
+def _spark_conf(value: Any, key: str, ctx: ValidationContext) -> dict[str, str]:
+    """Extra Spark settings: spark.* keys; text values (whole numbers and booleans are written as Spark reads
+    them, 8 and true)."""
+    if not isinstance(value, dict):
+        raise ctx.error(key, "expected a mapping of Spark setting to value (e.g. {spark.sql.shuffle.partitions: 8})")
+    out: dict[str, str] = {}
+    for name, v in value.items():
+        if not isinstance(name, str) or not SPARK_CONF_KEY_RE.fullmatch(name):
+            raise ctx.error(key, f"{name!r} is not allowed; use a Spark setting name starting with 'spark.' "
+                                 "(e.g. spark.hadoop.fs.s3a.endpoint)")
+        ckey = f"{key}.{name}"
+        if name in SPARK_CONF_RESERVED:
+            raise ctx.error(ckey, f"is not allowed here; it is set by {SPARK_CONF_RESERVED[name]}")
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, int):
+            v = str(v)
+        if not isinstance(v, str):
+            raise ctx.error(ckey, f"{ctx.shown(ckey, v)} is not allowed: use text, a whole number or true/false "
+                                  "(quote other values)")
+        bad = CONTROL_RE.search(v)
+        if bad:
+            raise ctx.error(ckey, f"{v!r} is not allowed; use text without control characters (found {bad.group()!r})")
         out[name] = v
     return out
 

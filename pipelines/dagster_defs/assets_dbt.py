@@ -251,7 +251,13 @@ def _dbt_call(context: dg.AssetExecutionContext, dbt: DbtCliResource, args: list
         shutil.copyfile(partial, folder / PARTIAL_PARSE)
     try:
         with _in_use(folder):
-            yield from dbt.cli(args, context=context, target_path=folder).stream()
+            if settings.engine == "spark":  # dbt-spark in this process over the lake (pipelines/engines)
+                from pipelines.engines.spark_dagster import spark_asset_events
+
+                yield from spark_asset_events(context, settings, asset_name, args, folder, MANIFEST, TRANSLATOR,
+                                              dbt_project)
+            else:
+                yield from dbt.cli(args, context=context, target_path=folder).stream()
     finally:
         prune_run_folders(root, settings.warehouse.keep_run_folders)
 

@@ -1,0 +1,63 @@
+"""The engine and lake settings: defaults, allowed values, one-line errors naming file, key and allowed values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.check_config import _engine_check
+from pipelines.settings import SettingsError, load_settings
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "kubeledger.yaml"
+    path.write_text(text)
+    return load_settings(path)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    s = _load(tmp_path, "clusters: [{name: a}]\n")
+    assert s.engine == "duckdb"
+    assert s.lake_root == str(tmp_path / "warehouse" / "lake")
+    assert s.spark_state_dir == tmp_path / "warehouse" / "state" / "spark"
+    assert (s.lake.spark.master, s.lake.spark.driver_memory, s.lake.spark.conf) == ("local[2]", "2g", {})
+
+
+def test_spark_engine_and_lake(tmp_path: Path) -> None:
+    s = _load(tmp_path, "engine: spark\nlake:\n  root: s3a://bucket/kl/\n  keep_raw_days: 7\n  spark:\n"
+                        "    master: local[*]\n    driver_memory: 1536m\n"
+                        "    conf: {spark.sql.shuffle.partitions: 8, spark.sql.adaptive.enabled: true}\n")
+    assert s.engine == "spark" and s.lake_root == "s3a://bucket/kl" and s.lake.keep_raw_days == 7
+    assert s.lake.spark.conf == {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "true"}
+    assert _load(tmp_path, "lake: {root: lake2}\n").lake_root == str(tmp_path / "lake2")
+
+
+@pytest.mark.parametrize(("text", "key", "allowed"), [
+    ("engine: sparky\n", "engine", "duckdb, spark"),
+    ("engine: true\n", "engine", "quote the value"),
+    ("lake: {root: 'ftp://x'}\n", "lake.root", "s3a://"),
+    ("lake: {keep_raw_days: 0}\n", "lake.keep_raw_days", "1..3650"),
+    ("lake: {spark: {master: 'local[x]'}}\n", "lake.spark.master", "local[N]"),
+    ("lake: {spark: {driver_memory: 100m}}\n", "lake.spark.driver_memory", "at least 512m"),
+    ("lake: {spark: {conf: {spark.master: yarn}}}\n", "lake.spark.conf.spark.master", "lake.spark.master"),
+    ("lake: {spark: {conf: {hadoop.x: y}}}\n", "lake.spark.conf", "starting with 'spark.'"),
+    ("lake: {spark: {conf: {spark.x: 1.5}}}\n", "lake.spark.conf.spark.x", "quote other values"),
+    ("lake: {spark: {executors: 3}}\n", "lake.spark.executors", "driver_memory"),
+])
+def test_bad_values_fail_at_load_in_one_line(tmp_path: Path, text: str, key: str, allowed: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _load(tmp_path, text)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{tmp_path / 'kubeledger.yaml'}: {key}: ")
+    assert allowed in message
+
+
+def test_check_config_shows_engine(tmp_path: Path) -> None:
+    duck = _engine_check(_load(tmp_path, "lake: {root: /data/lake}\n"))
+    assert duck.ok and duck.name == "engine duckdb" and "/data/lake" in duck.detail
+    spark = _engine_check(_load(tmp_path, "engine: spark\nlake: {spark: {conf: {spark.hadoop.fs.s3a.secret.key: "
+                                          "s3cr3t, spark.sql.shuffle.partitions: 4}}}\n"))
+    assert spark.name == "engine spark" and "master local[2]" in spark.detail
+    assert "spark.sql.shuffle.partitions=4" in spark.detail and "s3cr3t" not in spark.detail
