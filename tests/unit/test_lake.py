@@ -8,7 +8,6 @@ import pytest
 from pipelines.settings import ClusterSettings, DemoSettings
 from pipelines.sources.demo import extract_demo_hours
 from pipelines.warehouse import lake
-from pipelines.warehouse.connection import connect, ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
 
 DAY = date(2026, 11, 27)
@@ -17,11 +16,8 @@ H1 = datetime(2026, 11, 27, 11)
 
 
 @pytest.fixture()
-def con(tmp_path):
-    c = connect(tmp_path / "w.duckdb")
-    ensure_raw_schema(c)
-    yield c
-    c.close()
+def con(raw_warehouse):
+    return raw_warehouse
 
 
 def land(con, name, hours, nodes=4):

@@ -7,7 +7,6 @@ import pytest
 
 from pipelines.settings import ClusterSettings, DemoSettings
 from pipelines.sources.demo import extract_demo_hours
-from pipelines.warehouse.connection import connect, ensure_raw_schema
 from pipelines.warehouse.landing import LandingError, replace_partitions
 
 H0 = datetime(2026, 11, 27, 10)
@@ -15,11 +14,8 @@ H1 = datetime(2026, 11, 27, 11)
 
 
 @pytest.fixture()
-def con(tmp_path):
-    c = connect(tmp_path / "w.duckdb")
-    ensure_raw_schema(c)
-    yield c
-    c.close()
+def con(raw_warehouse):
+    return raw_warehouse
 
 
 def snapshot(con, table):
