@@ -1,9 +1,12 @@
 """The same dbt project on Apache Spark (local mode, pyspark in this process) over the Parquet lake gives the marts
 the DuckDB engine gives, and the dbt unit tests pass on Spark.
 
-The demo day is built by the normal pipeline on DuckDB (`kubeledger demo`); its raw tables are exported to a lake
-with pipelines/warehouse/lake.py; `dbt seed` and `dbt build` (the daily build's vars) then run on the `spark`
-target through one dbtRunner, so one JVM and one Spark session serve the module. The Spark marts' Parquet files
+Two days, each built by the normal pipeline on DuckDB: the demo day (`kubeledger demo`) and the Prometheus scenario
+day (`kubeledger materialize` of every cluster the session's backfilled Prometheus serves). Each day's raw tables
+are exported to its own lake with pipelines/warehouse/lake.py; `dbt seed` (once) and `dbt build` (the daily build
+with the vars the pipeline used for that day) then run on the `spark` target through one dbtRunner, so one JVM and
+one Spark session serve the module; between the days the session's databases other than the seeds are dropped
+(the marts are external tables at the first lake: dropping them leaves its files). The Spark marts' Parquet files
 (<lake>/marts/<model>) are read back with DuckDB and compared with the DuckDB marts row for row: keys exactly,
 doubles to 1e-9 relative, JSON text as JSON values (Spark writes 1.0E8 where DuckDB writes 100000000.0).
 """
