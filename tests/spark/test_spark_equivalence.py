@@ -1,9 +1,12 @@
 """The same dbt project on Apache Spark (local mode, pyspark in this process) over the Parquet lake gives the marts
 the DuckDB engine gives, and the dbt unit tests pass on Spark.
 
-The demo day is built by the normal pipeline on DuckDB (`kubeledger demo`); its raw tables are exported to a lake
-with pipelines/warehouse/lake.py; `dbt seed` and `dbt build` (the daily build's vars) then run on the `spark`
-target through one dbtRunner, so one JVM and one Spark session serve the module. The Spark marts' Parquet files
+Two days, each built by the normal pipeline on DuckDB: the demo day (`kubeledger demo`) and the Prometheus scenario
+day (`kubeledger materialize` of every cluster the session's backfilled Prometheus serves). Each day's raw tables
+are exported to its own lake with pipelines/warehouse/lake.py; `dbt seed` (once) and `dbt build` (the daily build
+with the vars the pipeline used for that day) then run on the `spark` target through one dbtRunner, so one JVM and
+one Spark session serve the module; between the days the session's databases other than the seeds are dropped
+(the marts are external tables at the first lake: dropping them leaves its files). The Spark marts' Parquet files
 (<lake>/marts/<model>) are read back with DuckDB and compared with the DuckDB marts row for row: keys exactly,
 doubles to 1e-9 relative, JSON text as JSON values (Spark writes 1.0E8 where DuckDB writes 100000000.0).
 """
@@ -18,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,11 +33,17 @@ from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_args import daily_build_args, dbt_vars
 from pipelines.settings import load_settings
 from pipelines.warehouse.lake import export_raw_day
+from tests.fixtures.pipeline_workdir import cli_args, cli_env
+from tests.fixtures.prom_fleet import SHARED_NAMESPACE, write_price_sheet
+from tests.fixtures.prom_scenario import DAY as PROM_DAY
+from tests.fixtures.prom_scenario import SCRAPE_S
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2026, 11, 28)
+SCENARIO_DAY: date = PROM_DAY.date()
+WAREHOUSE = "warehouse:\n  path: wh/kubeledger.duckdb\n  serving_path: wh/serving.duckdb\n  parquet_path: wh/parquet\n"
 REL_TOL = 1e-9
 ABS_TOL = 1e-12
 # An idle row whose energy is a round-off residue (|energy_kwh| ~1e-17 kWh, a difference that is zero in exact
@@ -59,6 +69,7 @@ class SparkDbt:
         from dbt.cli.main import dbtRunner
 
         self.runner = dbtRunner()
+        self.tmp = tmp
         self.common = ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
                        "--target", "spark", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
         self.timings: dict[str, float] = {}
@@ -76,46 +87,72 @@ class SparkDbt:
         return results
 
 
+@dataclass
+class SparkDay:
+    """One day built on both engines: the DuckDB warehouse and the Spark build's lake root."""
+
+    warehouse: Path
+    lake: Path
+
+
+def _kubeledger_demo(workdir: Path) -> None:
+    env = {**os.environ, "DO_NOT_TRACK": "1", "DAGSTER_HOME": str(workdir / "dh"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("KUBELEDGER_WAREHOUSE", None)
+    (workdir / "dh").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "--config", str(workdir / "kubeledger.yaml"), "demo",
+                           "--date", DAY.isoformat()], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
 @pytest.fixture(scope="module")
 def demo_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo day built on DuckDB by the CLI: its workdir (kubeledger.yaml, wh/kubeledger.duckdb)."""
     _require_spark()
     wd = tmp_path_factory.mktemp("duckdb-demo")
-    (wd / "kubeledger.yaml").write_text(
-        "warehouse:\n  path: wh/kubeledger.duckdb\n  serving_path: wh/serving.duckdb\n  parquet_path: wh/parquet\n")
-    env = {**os.environ, "DO_NOT_TRACK": "1", "DAGSTER_HOME": str(wd / "dh"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("KUBELEDGER_WAREHOUSE", None)
-    (wd / "dh").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "--config", str(wd / "kubeledger.yaml"), "demo",
-                           "--date", DAY.isoformat()], cwd=wd, env=env, capture_output=True, text=True, timeout=1800)
+    (wd / "kubeledger.yaml").write_text(WAREHOUSE)
+    _kubeledger_demo(wd)
+    return wd
+
+
+@pytest.fixture(scope="module")
+def scenario_day(prometheus_scenario: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Prometheus scenario day built on DuckDB by `kubeledger materialize`: every cluster the session's
+    Prometheus serves (small, big, the fleet pair with its spot node, load balancer and user price sheet, the
+    legacy kube-state-metrics one), configured as tests/integration/test_prometheus_fleet.py configures its pair."""
+    _require_spark()
+    wd = tmp_path_factory.mktemp("duckdb-scenario")
+    write_price_sheet(wd / "prices.csv")
+    clusters = "".join(f"""
+  - name: {c}
+    source: prometheus
+    prometheus: {{url: "{prometheus_scenario.url}", cluster_label: cluster, cluster_label_value: {c},
+                  scrape_interval_s: {SCRAPE_S}, retries: 1, timeout_s: 60}}""" for c in sorted(prometheus_scenario.expected))
+    (wd / "kubeledger.yaml").write_text(f"""{WAREHOUSE}clusters:{clusters}
+carbon: {{provider: none}}
+schedule: {{start_date: "2025-01-01"}}  # the scenario's day is older than the default first day
+pricing: {{instance_sheet: prices.csv}}
+sharing: {{shared_namespaces: [{SHARED_NAMESPACE}], monthly_overhead_usd: 0.0}}
+""")
+    proc = subprocess.run(cli_args(wd, "materialize", "--date", SCENARIO_DAY.isoformat()), cwd=wd, env=cli_env(),
+                          capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return wd
 
 
 @pytest.fixture(scope="module")
-def spark_build(demo_day: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, SparkDbt]]:
-    """The demo day's raw tables exported to a lake, then seeds + the daily build on Spark: (lake root, runner)."""
+def spark_dbt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkDbt]:
+    """The module's one dbt runner on the `spark` target (one JVM, one Spark session, its metastore and managed
+    tables under one KUBELEDGER_SPARK_DIR); each day's build points KUBELEDGER_LAKE at its own lake."""
+    _require_spark()
     tmp = tmp_path_factory.mktemp("spark")
-    lake = tmp / "lake"
-    con = duckdb.connect(str(demo_day / "wh" / "kubeledger.duckdb"), read_only=True)
-    try:
-        exported = export_raw_day(con, lake, DAY)
-    finally:
-        con.close()
-    assert exported["container_hours"] > 0
-    env = {"KUBELEDGER_LAKE": str(lake), "KUBELEDGER_SPARK_DIR": str(tmp / "spark"),
-           "SPARK_LOCAL_IP": "127.0.0.1", "DO_NOT_TRACK": "1"}
-    saved = {k: os.environ.get(k) for k in env}
+    env = {"KUBELEDGER_SPARK_DIR": str(tmp / "spark"), "SPARK_LOCAL_IP": "127.0.0.1", "DO_NOT_TRACK": "1"}
+    saved = {k: os.environ.get(k) for k in [*env, "KUBELEDGER_LAKE"]}
     os.environ.update(env)
+    dbt = SparkDbt(tmp)
     try:
-        dbt = SparkDbt(tmp)
-        settings = load_settings(demo_day / "kubeledger.yaml")
-        start = datetime(DAY.year, DAY.month, DAY.day)
-        variables = dbt_vars(settings, start, start + timedelta(days=1))
-        dbt("seed", ["seed"])
-        dbt("build", daily_build_args(variables))
-        yield lake, dbt
+        yield dbt
     finally:
         for k, v in saved.items():
             if v is None:
@@ -123,6 +160,46 @@ def spark_build(demo_day: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
             else:
                 os.environ[k] = v
         print("spark timings (s):", {k: round(v, 1) for k, v in dbt.timings.items()})
+
+
+def _build_on_spark(dbt: SparkDbt, workdir: Path, day: date, name: str) -> SparkDay:
+    """Export the day's raw tables from the DuckDB warehouse to a fresh lake and run the daily build of that day
+    on Spark with the dbt vars the pipeline used (the workdir's kubeledger.yaml). The session keeps its metastore,
+    so the relations of a previous day's build (marts registered at the other lake's location, recorded history
+    of other clusters) are dropped first; the seeds are loaded once."""
+    warehouse = workdir / "wh" / "kubeledger.duckdb"
+    lake = dbt.tmp / f"lake-{name}"
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        exported = export_raw_day(con, lake, day)
+    finally:
+        con.close()
+    assert exported["container_hours"] > 0
+    os.environ["KUBELEDGER_LAKE"] = str(lake)
+    if "seed" in dbt.timings:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.getOrCreate()
+        for (db,) in spark.sql("show databases").collect():
+            if db not in ("default", "seeds"):
+                spark.sql(f"drop database {db} cascade")
+    else:
+        dbt("seed", ["seed"])
+    start = datetime(day.year, day.month, day.day)
+    variables = dbt_vars(load_settings(workdir / "kubeledger.yaml"), start, start + timedelta(days=1))
+    dbt(f"build {name}", daily_build_args(variables))
+    return SparkDay(warehouse, lake)
+
+
+@pytest.fixture(scope="module")
+def spark_demo(demo_day: Path, spark_dbt: SparkDbt) -> SparkDay:
+    return _build_on_spark(spark_dbt, demo_day, DAY, "demo")
+
+
+@pytest.fixture(scope="module")
+def spark_scenario(scenario_day: Path, spark_dbt: SparkDbt, spark_demo: SparkDay) -> SparkDay:
+    # after the demo day's build (which loads the seeds), so each build sees only its own day's relations
+    return _build_on_spark(spark_dbt, scenario_day, SCENARIO_DAY, "scenario")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -150,9 +227,11 @@ def _mart_rows(con: duckdb.DuckDBPyConnection, relation: str, columns: list[str]
     return con.execute(f"select {', '.join(columns)} from {relation} order by {order}").fetchall()  # noqa: S608
 
 
-def test_marts_equal_duckdb(demo_day: Path, spark_build: tuple[Path, SparkDbt]) -> None:
-    lake, _ = spark_build
-    con = duckdb.connect(str(demo_day / "wh" / "kubeledger.duckdb"), read_only=True)
+@pytest.mark.parametrize("day", ["demo", "scenario"])
+def test_marts_equal_duckdb(day: str, request: pytest.FixtureRequest) -> None:
+    built: SparkDay = request.getfixturevalue(f"spark_{day}")
+    lake = built.lake
+    con = duckdb.connect(str(built.warehouse), read_only=True)
     try:
         marts = [r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'marts' and table_type = 'BASE TABLE'"
@@ -191,8 +270,8 @@ def test_marts_equal_duckdb(demo_day: Path, spark_build: tuple[Path, SparkDbt]) 
         con.close()
 
 
-def test_dbt_unit_tests_pass_on_spark(spark_build: tuple[Path, SparkDbt]) -> None:
-    _, dbt = spark_build
+def test_dbt_unit_tests_pass_on_spark(spark_dbt: SparkDbt, spark_demo: SparkDay) -> None:
+    dbt = spark_dbt
     results = dbt("unit", ["test", "--select", "test_type:unit"])
     assert results, "no dbt unit test ran"
     assert all(r.node.resource_type == "unit_test" for r in results)
