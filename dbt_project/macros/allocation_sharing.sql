@@ -77,32 +77,18 @@
 } | tojson }}
 {%- endmacro -%}
 
-{#- The few engine-specific pieces of this file: dbt renders the macros of macros/portable.sql (dispatched per
-    adapter); the API renders this file with plain Jinja for DuckDB, where `adapter` is undefined, and gets the
-    DuckDB form (the text portable.sql's default__ macros give). -#}
-{%- macro _sa_materialized() -%}
-{%- if adapter is defined -%}{{ cte_materialized() }}{%- else -%}MATERIALIZED{%- endif -%}
-{%- endmacro -%}
+{#- The few engine-specific pieces of this file are the macros of macros/portable.sql (dispatched per adapter);
+    the API renders this file with plain Jinja, standing in portable.sql's DuckDB forms for the dispatch
+    (pipelines/serving/sharing_macros.py). -#}
+{%- macro _sa_materialized() -%}{{ cte_materialized() }}{%- endmacro -%}
 
-{%- macro _sa_epoch(ts) -%}
-{%- if adapter is defined -%}{{ epoch_seconds(ts) }}{%- else -%}epoch({{ ts }}){%- endif -%}
-{%- endmacro -%}
+{%- macro _sa_epoch(ts) -%}{{ epoch_seconds(ts) }}{%- endmacro -%}
 
-{%- macro _sa_string_agg(expr) -%}
-{%- if adapter is defined -%}{{ string_agg_csv(expr) }}{%- else -%}string_agg({{ expr }}, ','){%- endif -%}
-{%- endmacro -%}
+{%- macro _sa_string_agg(expr) -%}{{ string_agg_csv(expr) }}{%- endmacro -%}
 
-{%- macro _sa_csv_union(col) -%}
-{%- if adapter is defined -%}{{ csv_union_agg(col) }}{%- else -%}
-coalesce(array_to_string(list_sort(list_distinct(list_filter(
-            string_split(string_agg(DISTINCT nullif({{ col }}, ''), ','), ','),
-            lambda x: x <> ''))), ','), '')
-{%- endif -%}
-{%- endmacro -%}
+{%- macro _sa_csv_union(col) -%}{{ csv_union_agg(col) }}{%- endmacro -%}
 
-{%- macro _sa_error(message) -%}
-{%- if adapter is defined -%}{{ raise_sql_error(message) }}{%- else -%}error({{ _sa_sql_str(message) }}){%- endif -%}
-{%- endmacro -%}
+{%- macro _sa_error(message) -%}{{ raise_sql_error(message) }}{%- endmacro -%}
 
 {%- macro _sa_sql_str(value) -%}
 '{{ (value | string) | replace("'", "''") }}'
@@ -124,22 +110,8 @@ coalesce(array_to_string(list_sort(list_distinct(list_filter(
 {%- set sk = k | replace('.', '_') | replace('-', '_') | replace('/', '_') -%}
 {%- set lookups = [] -%}
 {%- for col in cols -%}
-{%- if adapter is defined and adapter.type() != 'duckdb' -%}
-{#- dbt on another engine: the same two lookups from macros/portable.sql -#}
 {%- set _ = lookups.append(json_text(col, k)) -%}
 {%- if sk != k or '_' in k -%}{%- set _ = lookups.append(json_text_of_sanitised_key(col, _sa_sql_str(sk))) -%}{%- endif -%}
-{%- else -%}
-{%- set _ = lookups.append('json_extract_string(' ~ col ~ ', ' ~ _sa_json_path(k) ~ ')') -%}
-{%- if sk != k or '_' in k -%}
-{%- set match -%}
-list_filter(json_keys({{ col }}), lambda _k: regexp_replace(_k, '[^a-zA-Z0-9_]', '_', 'g') = {{ _sa_sql_str(sk) }})[1]
-{%- endset -%}
-{%- set fuzzy -%}
-json_extract_string({{ col }}, '$."' || replace(replace({{ match }}, '\', '\\'), '"', '\"') || '"')
-{%- endset -%}
-{%- set _ = lookups.append(fuzzy) -%}
-{%- endif -%}
-{%- endif -%}
 {%- endfor -%}
 coalesce({{ lookups | join(', ') }})
 {%- endmacro -%}

@@ -28,6 +28,7 @@ import duckdb
 import pytest
 
 from bench.api import free_port, rss_mb
+from pipelines.serving.rollup import build_rollup
 from tests.fixtures.pipeline_workdir import cli_args, cli_env, kill_group, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.load]
@@ -143,7 +144,8 @@ def test_200_clients_2000_requests_no_500_bounded_rss(served: Any) -> None:
 
 
 def _publish_copy_with_extra_day(workdir: Path, day: date) -> None:
-    """What a publish does, quickly: a new snapshot file (the current one plus `day`), renamed into place."""
+    """What a publish does, quickly: a new snapshot file (the current one plus `day`, its rollups rebuilt), renamed
+    into place."""
     serving = workdir / "wh" / "serving.duckdb"
     snap_dir = serving.parent / ".api-snapshots"
     tmp = snap_dir / f".build-{day}.duckdb"
@@ -155,6 +157,7 @@ def _publish_copy_with_extra_day(workdir: Path, day: date) -> None:
                     "CAST(? AS DATE) AS usage_date, window_start + to_days(?) AS window_start, "
                     "window_end + to_days(?) AS window_end) "
                     "FROM marts.fct_allocation_daily WHERE usage_date = ?", [day, shift, shift, DAY])
+        build_rollup(con)  # publish rebuilds the API's rollups from the marts it copies
     finally:
         con.close()
     name = time.strftime("serving-%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 10**9:09d}-load.duckdb"
