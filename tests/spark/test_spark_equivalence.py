@@ -48,7 +48,8 @@ REL_TOL = 1e-9
 ABS_TOL = 1e-12
 # An idle row whose energy is a round-off residue (|energy_kwh| ~1e-17 kWh, a difference that is zero in exact
 # arithmetic) has an intensity = weight / residue that depends on the summation order, on DuckDB as on Spark
-# (/work/wt/compare.sh skips the column for the same reason): compared only where the energy is real.
+# (the mart comparisons before/after a change skip the column for the same reason): compared only where the
+# energy is real.
 RATIO_OF_ENERGY = {"carbon_intensity_g_per_kwh": "energy_kwh"}
 
 
