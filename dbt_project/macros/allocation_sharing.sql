@@ -80,22 +80,8 @@
 {#- The few engine-specific pieces of this file are the macros of macros/portable.sql (dispatched per adapter);
     the API renders this file with plain Jinja, standing in portable.sql's DuckDB forms for the dispatch
     (pipelines/serving/sharing_macros.py). -#}
-{%- macro _sa_materialized() -%}{{ cte_materialized() }}{%- endmacro -%}
-
-{%- macro _sa_epoch(ts) -%}{{ epoch_seconds(ts) }}{%- endmacro -%}
-
-{%- macro _sa_string_agg(expr) -%}{{ string_agg_csv(expr) }}{%- endmacro -%}
-
-{%- macro _sa_csv_union(col) -%}{{ csv_union_agg(col) }}{%- endmacro -%}
-
-{%- macro _sa_error(message) -%}{{ raise_sql_error(message) }}{%- endmacro -%}
-
 {%- macro _sa_sql_str(value) -%}
 '{{ (value | string) | replace("'", "''") }}'
-{%- endmacro -%}
-
-{%- macro _sa_json_path(key) -%}
-{{ _sa_sql_str('$."' ~ ((key | string) | replace('\\', '\\\\') | replace('"', '\\"')) ~ '"') }}
 {%- endmacro -%}
 
 {%- macro label_lookup(cols, key) -%}
@@ -199,10 +185,10 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- if idle_split not in ['weighted', 'even'] or share_split not in ['weighted', 'even']
       or split_idle not in [true, false, 'true', 'false', 'row'] or overhead < 0
       or share_scope not in ['all', 'cluster'] -%}
-SELECT {{ _sa_error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0, share_scope: all|cluster') }} AS agg_key
+SELECT {{ raise_sql_error('share_allocations: invalid options; idle_split/share_split: weighted|even, split_idle: true|false|row, overhead_monthly_usd >= 0, share_scope: all|cluster') }} AS agg_key
 {%- else -%}
 {%- set split_idle = 'row' if split_idle == 'row' else (split_idle in [true, 'true']) -%}
-WITH _sa_in AS {{ _sa_materialized() }} (
+WITH _sa_in AS {{ cte_materialized() }} (
 {%- if key_expr %}
     SELECT _r.*, ({{ key_expr }}) AS agg_key,
            CAST(_r.{{ step_col or 'usage_date' }} AS TIMESTAMP) AS step_start,
@@ -222,7 +208,7 @@ WITH _sa_in AS {{ _sa_materialized() }} (
     SELECT * FROM {{ relation_sql }}
 {%- endif %}
 ),
-_sa_src AS {{ _sa_materialized() }} (
+_sa_src AS {{ cte_materialized() }} (
     -- Partition rows (A12 step 1); pre-idle weights ignore idle/shared already received.
     SELECT *,
         CASE WHEN allocation_kind = 'idle' THEN 'idle'
@@ -241,14 +227,14 @@ _sa_src AS {{ _sa_materialized() }} (
         CAST({{ o.get('rows_col') or '1' }} AS DOUBLE) AS _n
     FROM _sa_in
 ),
-_sa_steps AS {{ _sa_materialized() }} (
+_sa_steps AS {{ cte_materialized() }} (
     -- one row per (step, share scope): the overhead it adds and its input total (cost_ratio's denominator)
     SELECT step_start, step_end, _scope,
-        CAST({{ overhead }} AS DOUBLE) / {{ hours_per_month() }}.0 * ({{ _sa_epoch('step_end') }} - {{ _sa_epoch('step_start') }}) / 3600.0 AS overhead_cost,
+        CAST({{ overhead }} AS DOUBLE) / {{ hours_per_month() }}.0 * ({{ epoch_seconds('step_end') }} - {{ epoch_seconds('step_start') }}) / 3600.0 AS overhead_cost,
         sum(coalesce(total_cost, 0)) AS input_total
     FROM _sa_src GROUP BY step_start, step_end, _scope
 ),
-_sa_w AS {{ _sa_materialized() }} (
+_sa_w AS {{ cte_materialized() }} (
     -- Idle weights (A11): per resource, from pre-idle costs of the rest AND the shared rows; even = 1 per row.
     SELECT *,
         {%- if idle_split == 'even' %}
@@ -258,7 +244,7 @@ _sa_w AS {{ _sa_materialized() }} (
         {%- endif %}
     FROM _sa_src WHERE _role IN ('rest', 'shared')
 ),
-_sa_idle_den AS {{ _sa_materialized() }} (
+_sa_idle_den AS {{ cte_materialized() }} (
     SELECT step_start, _ikey,
         sum(_wc) AS wc, sum(_wm) AS wm, sum(_wg) AS wg, sum(_we) AS we, sum(_n) AS n,
         -- kept part: shared rows are never filtered (they are shared whatever the filter)
@@ -269,16 +255,16 @@ _sa_idle_den AS {{ _sa_materialized() }} (
         sum(_n) FILTER (WHERE _role = 'shared' OR NOT _filtered) AS kn
     FROM _sa_w GROUP BY step_start, _ikey
 ),
-_sa_idle_amt AS {{ _sa_materialized() }} (
+_sa_idle_amt AS {{ cte_materialized() }} (
     SELECT step_start, _ikey, sum(_c) AS ic, sum(_m) AS im, sum(_g) AS ig,
         {%- for c in energy_cols %}
         sum(coalesce({{ c }}, 0)) AS i_{{ c }},
         {%- endfor %}
         bool_or(coalesce(is_estimated, FALSE)) AS i_est,
-        {{ _sa_string_agg("nullif(estimation_reasons, '')") }} AS i_reasons
+        {{ string_agg_csv("nullif(estimation_reasons, '')") }} AS i_reasons
     FROM _sa_src WHERE _role = 'idle' GROUP BY step_start, _ikey
 ),
-_sa_idle_factor AS {{ _sa_materialized() }} (
+_sa_idle_factor AS {{ cte_materialized() }} (
     -- Fraction of each idle amount that stays on the idle row: undistributable idle when sharing; without
     -- sharing, the part matching the rows the filter keeps (1 when nothing is filtered).
     SELECT a.step_start, a._ikey,
@@ -292,7 +278,7 @@ _sa_idle_factor AS {{ _sa_materialized() }} (
     {%- endfor %}
     FROM _sa_idle_amt a LEFT JOIN _sa_idle_den d USING (step_start, _ikey)
 ),
-_sa_recv AS {{ _sa_materialized() }} (
+_sa_recv AS {{ cte_materialized() }} (
     -- Rest and shared rows with the idle they receive (A12 step 5).
     SELECT w.*,
     {%- if share_idle %}
@@ -315,7 +301,7 @@ _sa_recv AS {{ _sa_materialized() }} (
     JOIN _sa_idle_den d USING (step_start, _ikey)
     LEFT JOIN _sa_idle_amt i USING (step_start, _ikey)
 ),
-_sa_pool AS {{ _sa_materialized() }} (
+_sa_pool AS {{ cte_materialized() }} (
     -- Shared pool per step and scope: shared rows incl. their idle, plus overhead added after the idle
     -- coefficients (A12 3).
     SELECT s.step_start, s.step_end, s._scope,
@@ -324,20 +310,20 @@ _sa_pool AS {{ _sa_materialized() }} (
         coalesce(sum(coalesce(r.{{ c }}, 0) + r._r{{ c }}), 0) AS p_{{ c }},
         {%- endfor %}
         coalesce(bool_or(coalesce(r.is_estimated, FALSE) OR r._r_est), FALSE) AS p_est,
-        {{ _sa_string_agg("concat_ws(',', nullif(r.estimation_reasons, ''), r._r_reasons)") }} AS p_reasons
+        {{ string_agg_csv("concat_ws(',', nullif(r.estimation_reasons, ''), r._r_reasons)") }} AS p_reasons
     FROM _sa_steps s LEFT JOIN (SELECT * FROM _sa_recv WHERE _role = 'shared') r USING (step_start, _scope)
     GROUP BY s.step_start, s.step_end, s._scope, s.overhead_cost
 ),
-_sa_keyw AS {{ _sa_materialized() }} (
+_sa_keyw AS {{ cte_materialized() }} (
     SELECT step_start, _scope, agg_key, _filtered, sum(_pre_total) AS w
     FROM _sa_src WHERE _role = 'rest' GROUP BY step_start, _scope, agg_key, _filtered
 ),
-_sa_keyden AS {{ _sa_materialized() }} (
+_sa_keyden AS {{ cte_materialized() }} (
     -- Filtered rows keep their weight (under `__filtered__`, never output) so a filter never changes a share.
     SELECT step_start, _scope, sum(w) AS wsum, count(DISTINCT agg_key) AS nkeys
     FROM _sa_keyw GROUP BY step_start, _scope
 ),
-_sa_coef AS {{ _sa_materialized() }} (
+_sa_coef AS {{ cte_materialized() }} (
     SELECT k.step_start, k._scope, k.agg_key,
         {%- if share_split == 'even' %}
         1.0 / max(d.nkeys) AS coef
@@ -348,7 +334,7 @@ _sa_coef AS {{ _sa_materialized() }} (
     WHERE NOT k._filtered
     GROUP BY k.step_start, k._scope, k.agg_key
 ),
-_sa_parts AS {{ _sa_materialized() }} (
+_sa_parts AS {{ cte_materialized() }} (
     SELECT {{ _sa_select(recv_ov, true, columns) }}
     FROM _sa_recv WHERE _role = 'rest' AND NOT _filtered
     UNION ALL
@@ -377,7 +363,7 @@ _sa_parts AS {{ _sa_materialized() }} (
     WHERE (p_cost <> 0 OR p_co2e_total_g <> 0 OR p_energy_kwh <> 0)
       AND NOT EXISTS (SELECT 1 FROM _sa_keyden d WHERE d.step_start = _sa_pool.step_start AND d._scope = _sa_pool._scope)
 ),
-_sa_agg AS {{ _sa_materialized() }} (
+_sa_agg AS {{ cte_materialized() }} (
     SELECT step_start, step_end, agg_key,
     {%- for c in _SA_PROPS %}
         -- one value on every member: all non-NULL and min = max (no DISTINCT aggregate: those run as separate
@@ -403,20 +389,20 @@ _sa_agg AS {{ _sa_materialized() }} (
     {%- endfor %}
         coalesce(bool_or(idle_clamped) FILTER (WHERE _base), FALSE) AS idle_clamped,
         coalesce(bool_or(is_estimated), FALSE) AS is_estimated,
-        {{ _sa_csv_union('estimation_reasons') }} AS estimation_reasons
+        {{ csv_union_agg('estimation_reasons') }} AS estimation_reasons
     FROM _sa_parts
     GROUP BY step_start, step_end, agg_key
 ),
-_sa_out AS {{ _sa_materialized() }} (
+_sa_out AS {{ cte_materialized() }} (
     SELECT a.*,
         -- A14: averages over the members' span (two side-by-side containers add up; consecutive days do not)
-        coalesce(({{ _sa_epoch('a.end_ts') }} - {{ _sa_epoch('a.start_ts') }}) / 60.0, a._max_minutes, 0) AS _span,
+        coalesce(({{ epoch_seconds('a.end_ts') }} - {{ epoch_seconds('a.start_ts') }}) / 60.0, a._max_minutes, 0) AS _span,
         a.cpu_cost + a.cpu_cost_idle AS _cpu_tot,
         a.ram_cost + a.ram_cost_idle AS _ram_tot,
         a.gpu_cost + a.gpu_cost_idle AS _gpu_tot
     FROM _sa_agg a
 ),
-_sa_eff AS {{ _sa_materialized() }} (
+_sa_eff AS {{ cte_materialized() }} (
     SELECT o.*,
         CASE WHEN coalesce(_eff_cpu_core_request_average, 0) > 0
                  THEN coalesce(_eff_cpu_core_usage_average, 0) / _eff_cpu_core_request_average
