@@ -287,7 +287,9 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery, rollu
     options = {option: getattr(q, name) for name, option in _POLICY_FIELDS.items()
                if name not in ("share_namespaces", "share_labels")}
     options.update(overhead_monthly_usd=float(q.share_cost), split_idle=q.split_idle, include_idle=q.idle,
-                   share_scope=q.share_scope, rows_col="_rows")
+                   share_scope=q.share_scope, rows_col="_rows",
+                   # no share rule: no row is shared, so (with no shareCost) the macro leaves the pool out
+                   shared_rows=bool(q.share_namespaces or q.share_labels))
     sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node, stage), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]
