@@ -129,8 +129,10 @@ class AllocationQuery(WindowQuery):
 
 
 def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    exists = con.execute("SELECT count(*) FROM information_schema.tables "
-                         "WHERE table_schema = 'marts' AND table_name = ?", [table]).fetchone()
+    # duckdb_tables()/duckdb_views(): information_schema.tables took ~3 ms of every query
+    exists = con.execute("SELECT (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'marts' AND table_name = $t)"
+                         " + (SELECT count(*) FROM duckdb_views() WHERE schema_name = 'marts' AND view_name = $t)",
+                         {"t": table}).fetchone()
     if not exists or not exists[0]:
         raise QueryError("window", "", "", status=503, message=(
             f"marts.{table} is not in the serving snapshot; run the pipeline (kubeledger materialize) to publish"))
