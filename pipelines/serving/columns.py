@@ -37,6 +37,7 @@ def mart_columns() -> list[tuple[str, str]]:
     return [(c["name"], c["type"].upper()) for c in allocation_columns() if c["group"] != "internal"]
 
 
+@lru_cache(maxsize=1)  # called once per answer row
 def api_fields() -> tuple[tuple[str, str], ...]:
     """(API field, column) of kubeledger's own fields in the allocation answer and its CSV, in list order."""
     return tuple((c["api"], c["name"]) for c in allocation_columns() if c.get("api"))

@@ -129,8 +129,10 @@ class AllocationQuery(WindowQuery):
 
 
 def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    exists = con.execute("SELECT count(*) FROM information_schema.tables "
-                         "WHERE table_schema = 'marts' AND table_name = ?", [table]).fetchone()
+    # duckdb_tables()/duckdb_views(): information_schema.tables took ~3 ms of every query
+    exists = con.execute("SELECT (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'marts' AND table_name = $t)"
+                         " + (SELECT count(*) FROM duckdb_views() WHERE schema_name = 'marts' AND view_name = $t)",
+                         {"t": table}).fetchone()
     if not exists or not exists[0]:
         raise QueryError("window", "", "", status=503, message=(
             f"marts.{table} is not in the serving snapshot; run the pipeline (kubeledger materialize) to publish"))
@@ -287,7 +289,9 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery, rollu
     options = {option: getattr(q, name) for name, option in _POLICY_FIELDS.items()
                if name not in ("share_namespaces", "share_labels")}
     options.update(overhead_monthly_usd=float(q.share_cost), split_idle=q.split_idle, include_idle=q.idle,
-                   share_scope=q.share_scope, rows_col="_rows")
+                   share_scope=q.share_scope, rows_col="_rows",
+                   # no share rule: no row is shared, so (with no shareCost) the macro leaves the pool out
+                   shared_rows=bool(q.share_namespaces or q.share_labels))
     sql = render_sharing_sql(_preaggregated(relation, q.idle_by_node, stage), options)
     cur = con.execute(f"SELECT * FROM ({sql}) ORDER BY step_start, total_cost DESC, agg_key", values)  # noqa: S608
     cols = [d[0] for d in cur.description]

@@ -322,6 +322,28 @@ def test_macro_file_is_plain_jinja_macros_only() -> None:
         con.execute(bad).fetchall()
 
 
+@pytest.mark.parametrize("options", [
+    {}, {"share_idle": True}, {"share_idle": True, "idle_split": "even", "split_idle": True},
+    {"share_scope": "cluster", "include_idle": False}, {"share_split": "even", "split_idle": "row"},
+])
+def test_macro_without_shared_rows_leaves_out_only_zeros(options: dict[str, Any]) -> None:
+    """shared_rows=false (the engine, when no share rule) drops the shared pool's SQL: the answer is the same."""
+    module = sharing_macros()
+    columns = [dict(c) for c in allocation_columns()]
+    from tests.fixtures.opencost_fixture import create_allocation_table, insert_rows
+
+    con = duckdb.connect()
+    create_allocation_table(con)
+    insert_rows(con, opencost_rows() + random_rows(random.Random(17), [GOLDEN_DAY, GOLDEN_DAY + timedelta(days=1)]))
+    answers = []
+    for shared_rows in (True, False):
+        sql = str(module.share_allocations("marts.fct_allocation_daily", key_expr="coalesce(namespace, '')",
+                                           options={**options, "shared_rows": shared_rows}, columns=columns))
+        assert ("_sa_pool" in sql) is shared_rows
+        answers.append(con.execute(f"SELECT * FROM ({sql}) ORDER BY ALL").fetchall())  # noqa: S608
+    assert answers[0] == answers[1] and answers[0]
+
+
 def test_windows_relative_to_now(golden: tuple[str, Path, Settings]) -> None:
     con = duckdb.connect(str(golden[1]), read_only=True)
     try:
