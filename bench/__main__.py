@@ -3,6 +3,7 @@
     python -m bench                          # 100, 1,000 and 5,000 nodes (30 pods/node, 2 containers/pod), one day
     python -m bench --scales 100,1000        # a subset
     python -m bench --scales 1000 --days 30  # one real day replicated to 30 in the marts, 30-day query latency
+    python -m bench --scales 1000 --history 30  # day 30 of a 30-day backfill vs day 1 (history must not slow it)
     python -m bench --prometheus             # 200-node / 4,000-pod TSDB, extraction seconds and queries per hour
     python -m bench --demo-e2e               # 12-node demo via the CLI: cold day, warm re-run, 30-day backfill
 
@@ -28,10 +29,12 @@ from typing import Any
 
 from bench import SCALES
 from bench.report import (
+    format_history,
     format_models,
     format_queries,
     format_reconciliation,
     format_table,
+    history_ratios,
     reconcile,
     summary_row,
 )
@@ -48,6 +51,7 @@ TARGETS = {
     "query_1000_30d_s": 0.25,  # p95, both shapes (issue 17)
     "query_5000_30d_s": 1.0,
     "prom_s_per_hour": 2.0,  # at 200 nodes / 4,000 pods (issue 17)
+    "history_ratio": 1.2,  # day 30 of a 30-day backfill vs day 1 (issue 17)
 }
 
 
@@ -78,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--days", type=int, default=1,
                     help="days in the warehouse: day 1 is built by the pipeline, days 2..N are SQL copies of it in "
                     "the marts (usage_date and timestamps shifted); queries then cover all N days")
+    ap.add_argument("--history", type=int, default=0, metavar="N",
+                    help="day N of an N-day backfill vs day 1: after day 1, days 2..N-1 are SQL copies of it (raw, "
+                    "the recommendations' hourly history, marts), then day N is generated, loaded and transformed "
+                    "by the same stages; prints day N ÷ day 1 (target <= 1.2x). Not with --days")
     ap.add_argument("--date", type=date.fromisoformat, default=DEFAULT_DAY, help="the day (default 2025-03-03)")
     ap.add_argument("--workdir", type=Path, help="where warehouses and caches go (default: a temp dir, removed)")
     ap.add_argument("--keep", action="store_true", help="keep the temp workdir")
@@ -111,11 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
 # --- demo scales -----------------------------------------------------------------------------------------
 
 
-def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[StageResult], StageResult | None, Any]:
+def run_scale(args: argparse.Namespace, root: Path, nodes: int
+              ) -> tuple[list[StageResult], StageResult | None, Any, list[StageResult]]:
     ppn, cpp = SCALES.get(nodes, (30, 2))
     ppn = args.pods_per_node or ppn
     cpp = args.containers_per_pod or cpp
-    wd = root / (f"scale-{nodes}" + (f"-{args.days}d" if args.days > 1 else ""))
+    wd = root / (f"scale-{nodes}" + (f"-{args.days}d" if args.days > 1 else "")
+                 + (f"-history{args.history}" if args.history else ""))
     shutil.rmtree(wd, ignore_errors=True)
     wd.mkdir(parents=True)
     params: dict[str, Any] = {"workdir": str(wd), "nodes": nodes, "ppn": ppn, "cpp": cpp,
@@ -125,14 +135,14 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
     logs = wd / "logs"
     stages: list[StageResult] = []
 
-    def step(name: str, stage: str, **extra: Any) -> StageResult:
+    def step(name: str, stage: str, into: list[StageResult] | None = None, **extra: Any) -> StageResult:
         print(f"  {name} ...", end="", flush=True)
         r = run_stage(name, stage, {**params, **extra}, logs)
         if stage == "dbt" and extra.get("layer") != "test":
-            r.data["rows_in"], r.data["rows_out"] = layer_rows(params, extra["layer"])
+            r.data["rows_in"], r.data["rows_out"] = layer_rows({**params, **extra}, extra["layer"])
             r.data["seconds"] = sum((r.data.get("models") or {}).values())
         print(f" {r.wall_s:.1f} s, {r.peak_rss_mib:,.0f} MiB", flush=True)
-        stages.append(r)
+        (stages if into is None else into).append(r)
         return r
 
     print(f"scale {nodes:,} nodes / {nodes * ppn:,} pods / {cpp} containers per pod -> {wd}", flush=True)
@@ -156,6 +166,15 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
     if args.days > 1:
         step("replicate", "replicate", days=args.days)
         params["days"] = args.days
+    history: list[StageResult] = []
+    if args.history > 1:
+        # day N's build is a real one, over a warehouse holding N-1 days of raw, history and marts
+        step("history fill", "history", history, history=args.history)
+        day_n = {"day": (args.date + timedelta(days=args.history - 1)).isoformat()}
+        for name, stage, extra in (("generate", "generate", {}), ("load", "load", {}), ("lookups", "lookups", {}),
+                                   ("dbt transform", "dbt", {"layer": "transform"})):
+            step(f"day {args.history} {name}", stage, history, **day_n, **extra)
+        params["days"] = args.history
     step("publish", "publish")
     print("  query ...", end="", flush=True)
     queries = run_stage("query", "query", params, logs)
@@ -164,9 +183,9 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int) -> tuple[list[St
         from bench.spark import run_spark_scale
 
         stages.append(run_spark_scale(params, logs))
-    rec = reconcile(wd / "kubeledger.duckdb", args.date, args.date + timedelta(days=args.days),
+    rec = reconcile(wd / "kubeledger.duckdb", args.date, args.date + timedelta(days=params["days"]),
                     allow_clamped=nodes <= DEMO_FEATURE_NODES)
-    return stages, queries, rec
+    return stages, queries, rec, history
 
 
 # --- Prometheus ------------------------------------------------------------------------------------------
@@ -283,6 +302,14 @@ def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days
             out.append(f"{nodes:,}-node query over {days} days p95 {worst * 1000:.0f} ms (target <= {target:g} s): "
                        + mark(worst <= target and answered and same) + ("" if answered else " (a shape answered nothing)")
                        + ("" if same else " (rollup and detail answers differ)"))
+    for s in summaries:
+        h = s.get("history")
+        if h:
+            out.append(f"{s['scale']:,}-node day {h['day']} of a {h['day']}-day backfill ÷ day 1: transform "
+                       f"{h['transform_wall']:.2f}× wall, {h['transform_models']:.2f}× model time; load "
+                       f"{h['load_wall']:.2f}× (target <= {TARGETS['history_ratio']:g}×): "
+                       + mark(max(h["transform_wall"], h["transform_models"], h["load_wall"])
+                              <= TARGETS["history_ratio"]))
     if prom is not None:
         sph, nodes = prom.data["seconds_per_hour"], prom.data.get("nodes", 200)
         target = TARGETS["prom_s_per_hour"]
@@ -295,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.days < 1 or args.hours < 1 or args.hours > 24:
         print("bench: --days must be >= 1 and --hours 1..24", file=sys.stderr)
+        return 2
+    if args.history and (args.history < 2 or args.days > 1):
+        print("bench: --history N needs N >= 2 and no --days", file=sys.stderr)
         return 2
     temp = args.workdir is None
     root = Path(args.workdir or tempfile.mkdtemp(prefix="kubeledger-bench-")).resolve()
@@ -314,16 +344,18 @@ def main(argv: list[str] | None = None) -> int:
             print("\n" + reports[-1] + "\n", flush=True)
             results["demo_e2e"] = results_json(e2e)
         for nodes in scales:
-            stages, queries, rec = run_scale(args, root, nodes)
+            stages, queries, rec, history = run_scale(args, root, nodes)
             ppn, cpp = SCALES.get(nodes, (30, 2))
             ppn = args.pods_per_node or ppn
             cpp = args.containers_per_pod or cpp
             title = (f"{nodes:,} nodes / {nodes * ppn:,} pods / {cpp} containers per pod, {args.hours} h of "
-                     f"{args.date}" + (f", marts replicated to {args.days} days" if args.days > 1 else ""))
+                     f"{args.date}" + (f", marts replicated to {args.days} days" if args.days > 1 else "")
+                     + (f", then day {args.history} over {args.history - 1} days of history" if history else ""))
             spark = [s for s in stages if s.name == "spark"]
             stages = [s for s in stages if s.name != "spark"]
             text = "\n".join(x for x in (format_table(title, stages), format_queries(queries),
-                                         format_reconciliation(f"{nodes:,} nodes", rec), format_models(stages)) if x)
+                                         format_reconciliation(f"{nodes:,} nodes", rec), format_models(stages),
+                                         format_history(stages, history)) if x)
             if spark:
                 from bench.spark import format_side_by_side
 
@@ -333,8 +365,11 @@ def main(argv: list[str] | None = None) -> int:
             reports.append(text)
             failed |= not rec.passed
             summaries.append(summary_row(nodes, stages, queries, rec))
+            if history:
+                summaries[-1]["history"] = history_ratios(stages, history)
             results["scales"].append({"nodes": nodes, "pods": nodes * ppn, "containers_per_pod": cpp,
                                       "stages": [vars(s) for s in stages + spark], "queries": vars(queries),
+                                      "history": [vars(s) for s in history],
                                       "reconciliation": vars(rec)})
         if args.prometheus:
             prom, shape = run_prometheus(args, root)

@@ -174,3 +174,52 @@ def summary_row(scale: str, stages: list[StageResult], queries: StageResult | No
         "queries": (queries.data.get("queries") if queries else {}) or {},
         "reconciliation": None if rec is None else rec.passed,
     }
+
+
+def history_ratios(day1: list[StageResult], later: list[StageResult]) -> dict[str, Any]:
+    """Day N ÷ day 1 for load (wall and landing seconds) and the transform (wall and dbt model time)."""
+    one = {s.name: s for s in day1}
+    n = next(s for s in later if s.name.endswith(" load"))
+    day = int(n.name.split()[1])
+    last = {s.name.split(" ", 2)[2]: s for s in later if s.name.startswith(f"day {day} ")}
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b else float("nan")
+
+    return {"day": day,
+            "load_wall": ratio(last["load"].wall_s, one["load"].wall_s),
+            "load_work": ratio(last["load"].work_s, one["load"].work_s),
+            "lookups_wall": ratio(last["lookups"].wall_s, one["lookups"].wall_s),
+            "transform_wall": ratio(last["dbt transform"].wall_s, one["dbt transform"].wall_s),
+            "transform_models": ratio(last["dbt transform"].work_s, one["dbt transform"].work_s)}
+
+
+def format_history(day1: list[StageResult], later: list[StageResult], top: int = 8) -> str:
+    if not later:
+        return ""
+    h = history_ratios(day1, later)
+    one = {s.name: s for s in day1}
+    last = {s.name.split(" ", 2)[2]: s for s in later if s.name.startswith(f"day {h['day']} ")}
+    fill = next((s for s in later if s.name == "history fill"), None)
+    head = f"{'day ' + str(h['day']) + ' vs day 1':<22}{'day 1 s':>10}{'day N s':>10}{'N ÷ 1':>8}"
+    lines = [f"history: day {h['day']} built over {h['day'] - 1} days of raw, recommendation history and marts"
+             + (f" ({fill.rows_out:,} rows copied by SQL in {fill.wall_s:.1f} s)" if fill else ""),
+             head, "-" * len(head)]
+    for label, name, attr in (("load wall", "load", "wall_s"), ("load landing", "load", "work_s"),
+                              ("lookups wall", "lookups", "wall_s"), ("transform wall", "dbt transform", "wall_s"),
+                              ("transform model time", "dbt transform", "work_s")):
+        a, b = getattr(one[name], attr), getattr(last[name], attr)
+        lines.append(f"{label:<22}{a:>10.2f}{b:>10.2f}{(b / a if a else float('nan')):>7.2f}×")
+    lines.append(f"{'':<22}target ≤ 1.2× (load average at day {h['day']}'s load "
+                 f"{last['load'].data.get('loadavg', float('nan')):.2f})")
+    m1 = one["dbt transform"].data.get("models") or {}
+    mn = last["dbt transform"].data.get("models") or {}
+    lines.append(f"slowest models on day {h['day']} (day 1 s, day N s, N ÷ 1):")
+    for m in sorted(mn, key=lambda k: -mn[k])[:top]:
+        lines.append(f"  {m:<44}{m1.get(m, 0.0):>8.2f}{mn[m]:>8.2f}"
+                     f"{(mn[m] / m1[m] if m1.get(m) else float('nan')):>7.2f}×")
+    grown = sorted((m for m in mn if m1.get(m, 0) >= 0.05), key=lambda k: -(mn[k] - m1[k]))[:top]
+    lines.append("models that grew most (seconds added):")
+    for m in grown:
+        lines.append(f"  {m:<44}{m1[m]:>8.2f}{mn[m]:>8.2f}{mn[m] / m1[m]:>7.2f}×  (+{mn[m] - m1[m]:.2f} s)")
+    return "\n".join(lines)

@@ -20,16 +20,13 @@ def _days(start: date, end: date) -> list[date]:
           "<warehouse folder>/reports.")
 def serving_report(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
     from pipelines.report.writer import (
-        write_report,  # matplotlib loads when a report is written, not with the definitions
+        write_reports,  # matplotlib loads when a report is written, not with the definitions
     )
 
     settings = kubeledger.settings
     window = context.partition_time_window
-    days = _days(window.start.date(), window.end.date())
-    daily = [write_report(settings, day) for day in days]
-    # one weekly report per ISO week the run touched, written once with its newest day's data
-    weeks = {day - timedelta(days=day.weekday()): day for day in days}
-    weekly = [write_report(settings, day, weekly=True) for day in weeks.values()]
+    # a daily report per day and one weekly per ISO week the run touched, on one lease of the serving copy
+    daily, weekly = write_reports(settings, _days(window.start.date(), window.end.date()))
     last = daily[-1]
     chart = base64.b64encode(last.main_chart_svg.encode()).decode()
     return dg.MaterializeResult(metadata={

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +44,28 @@ def report_path(settings: Settings, period: Period) -> Path:
     return reports_dir(settings) / period.kind / f"{period.name}.html"
 
 
-def build_context(con: Any, period: Period, source: str) -> dict[str, Any]:
+def _chart(series: list[dict[str, Any]], measure: str, period: Period, cache: dict[tuple, str] | None) -> str:
+    """The chart's SVG; with a cache, a chart of the same rows and window is drawn once (a week's report and the
+    daily report of its Sunday show the same charts). Drawing is nearly all of a report's time."""
+    if cache is None:
+        return stacked_daily_svg(series, measure, period.chart_start, period.end)
+    key = (measure, period.chart_start, period.end,
+           tuple((r["usage_date"], r["cluster"], r[measure]) for r in series))
+    if key not in cache:
+        cache[key] = stacked_daily_svg(series, measure, period.chart_start, period.end)
+    return cache[key]
+
+
+def build_context(con: Any, period: Period, source: str, chart_cache: dict[tuple, str] | None = None
+                  ) -> dict[str, Any]:
     """Everything the page shows, from SQL over the marts."""
     from pipelines.progress import cli_version
 
     clusters = queries.cluster_totals(con, period)
     series = queries.daily_series(con, period)
     # the SVG is matplotlib's own output, inserted as markup
-    charts = [{"measure": m, "kind": CHART_KINDS[m],
-               "svg": Markup(stacked_daily_svg(series, m, period.chart_start, period.end))} for m in MEASURES]
+    charts = [{"measure": m, "kind": CHART_KINDS[m], "svg": Markup(_chart(series, m, period, chart_cache))}
+              for m in MEASURES]
     rankings = [(level, [(order, queries.top_groups(con, period, level, order)) for order in ("cost", "co2e")])
                 for level in queries.GROUP_KEYS]
     recommendations = kinds = rec_day = None
@@ -73,11 +86,32 @@ def build_context(con: Any, period: Period, source: str) -> dict[str, Any]:
 
 def write_report(settings: Settings, day: date, weekly: bool = False) -> Report:
     """Write the daily report of `day` (or the weekly report of its ISO week) and prune old ones."""
+    return write_periods(settings, [Period.of(day, weekly)])[0]
+
+
+def write_reports(settings: Settings, days: list[date]) -> tuple[list[Report], list[Report]]:
+    """The daily report of each day and one weekly report per ISO week the days touch (written once, with its
+    newest day's data): (daily, weekly), in the order of `days`."""
+    weeks = {day - timedelta(days=day.weekday()): day for day in days}
+    reports = write_periods(settings, [Period.of(day) for day in days]
+                            + [Period.of(day, weekly=True) for day in weeks.values()])
+    return reports[:len(days)], reports[len(days):]
+
+
+def write_periods(settings: Settings, periods: list[Period]) -> list[Report]:
+    """Write the reports of `periods` on one lease of the serving copy (one snapshot, one connection, each chart
+    drawn once), pruning old ones as each is written."""
     from pipelines.serving.snapshots import read_once
 
-    period = Period.of(day, weekly)
-    context = read_once(settings.serving_path, lambda con: build_context(con, period, str(settings.serving_path)),
-                        memory_limit=settings.warehouse.memory_limit, threads=1)
+    source = str(settings.serving_path)
+    charts: dict[tuple, str] = {}
+    return read_once(settings.serving_path,
+                     lambda con: [_write(settings, period, build_context(con, period, source, charts))
+                                  for period in periods],
+                     memory_limit=settings.warehouse.memory_limit, threads=1)
+
+
+def _write(settings: Settings, period: Period, context: dict[str, Any]) -> Report:
     path = report_path(settings, period)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
