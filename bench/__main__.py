@@ -30,6 +30,7 @@ from typing import Any
 
 from bench import SCALES
 from bench.report import (
+    RERUN,
     format_history,
     format_models,
     format_queries,
@@ -166,7 +167,7 @@ def run_scale(args: argparse.Namespace, root: Path, nodes: int
         print("    model time by layer: " + ", ".join(f"{k} {v:.2f} s" for k, v in by_layer.items()), flush=True)
     step("scan pass", "scanpass")
     if args.rerun and not args.per_layer:
-        again = step("dbt transform (re-run)", "dbt", layer="transform")
+        again = step(RERUN, "dbt", layer="transform")
         print(f"    re-run ÷ first build: {again.wall_s / r.wall_s:.2f}× wall, "
               f"{again.data['seconds'] / max(r.data['seconds'], 1e-9):.2f}× model time", flush=True)
     if args.test:
