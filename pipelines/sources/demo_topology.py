@@ -199,17 +199,18 @@ _FOREVER = 2**40  # a period longer than any backfill: one instance, one uid
 
 
 def _regular_segments(b: _Builder, sid: int, kind: int, period: int, offset: int, stagger: int, node: int,
-                      scale_away: int | None) -> None:
+                      scale_away: int | None, holds_gpu: bool = False) -> None:
     """Long-lived pods: replaced once per period (rollout/restart). On the scale-away node they run
-    00:00-14:20 every day; the afternoon replica of a non-DaemonSet pod is placed later (`b.moved`)."""
+    00:00-14:20 every day; the afternoon replica of a non-DaemonSet pod is placed later (`b.moved`). A pod that
+    holds a GPU is never surged: the scheduler keeps its replacement Pending until the device is released."""
     if node == scale_away:
         b.seg(sid, DAY_S, 0, 30 + stagger % 60, SCALE_AWAY_END_S, node, 1)
         if kind != DS:
             b.moved.append((sid, stagger % 60))
         return
-    if kind == DEPLOY:  # surge: the new pod starts, the old one ends 20 s later
+    if kind == DEPLOY and not holds_gpu:  # surge: the new pod starts, the old one ends 20 s later
         b.seg(sid, period, offset, stagger, period + stagger + 20, node)
-    else:  # DaemonSet/StatefulSet: old pod ends, the replacement starts 5 s later
+    else:  # DaemonSet/StatefulSet, a GPU pod: the old pod ends, the replacement starts 5 s later
         b.seg(sid, period, offset, stagger + 5, period + stagger, node)
 
 
@@ -238,7 +239,8 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
         sid = b.slot(ctrl, node, containers, **kw)
         stagger = int(rng.integers(0, 120))
         if kind in (DEPLOY, DS, STS):
-            _regular_segments(b, sid, kind, period, offset, stagger, node, scale_away)
+            _regular_segments(b, sid, kind, period, offset, stagger, node, scale_away,
+                              holds_gpu=any(c[5] > 0 for c in containers))
         used[node] += sum(c[1] for c in containers if not np.isnan(c[1]))
         count[node] += 1
         return sid

@@ -40,6 +40,19 @@ def test_bench_cluster_fits_every_node_hour() -> None:
     assert 0.3 < g["req_cpu"].sum() / (g["cpu_allocatable_cores"] * g["run_h"]).sum() <= 0.9
 
 
+def test_a_gpu_rollout_never_holds_the_device_twice() -> None:
+    """The inference Deployment's rollout on the 1,000-node cluster (2025-04-01 11:00): the old pod releases the GPU
+    before the new one runs (a surge would count both pods on a 1-GPU node for the same minute: an idle clamp)."""
+    bench = ClusterSettings(name="bench", demo=DemoSettings(nodes=1000, pods_per_node=30, containers_per_pod=2))
+    b = extract_demo_hours(bench, [datetime(2025, 4, 1, 11)]).batches
+    c = b["container_hours"]
+    gpu = c[c["gpu_request"].fillna(0) > 0]
+    assert gpu["pod"].nunique() == 2  # the rollout hour: old and new pod
+    held = (gpu["gpu_request"] * gpu["running_minutes"] / 60).groupby(gpu["node"]).sum()
+    cap = b["node_hours"].set_index("node")
+    assert (held <= cap.loc[held.index, "gpu_capacity"] * cap.loc[held.index, "running_minutes"] / 60).all()
+
+
 def test_the_demo_keeps_its_burst_hour() -> None:
     g = _node_hours(extract_demo_hours(ClusterSettings(name="demo"), HOURS[1:2]).batches)
     assert (g["dem_cpu"] > g["cpu_capacity_cores"] * g["run_h"]).sum() == 1
