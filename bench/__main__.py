@@ -3,12 +3,13 @@
     python -m bench                          # 100, 1,000 and 5,000 nodes (30 pods/node, 2 containers/pod), one day
     python -m bench --scales 100,1000        # a subset
     python -m bench --scales 1000 --days 30  # one real day replicated to 30 in the marts, 30-day query latency
+    python -m bench --scales 100 --baseline DIR  # marts compared with a kept earlier run's (before/after a change)
     python -m bench --scales 1000 --rerun    # also the same day transformed again (a re-run replaces its day)
     python -m bench --scales 1000 --history 30  # day 30 of a 30-day backfill vs day 1 (history must not slow it)
     python -m bench --prometheus             # 200-node / 4,000-pod TSDB, extraction seconds and queries per hour
     python -m bench --demo-e2e               # 12-node demo via the CLI: cold day, warm re-run, 30-day backfill
 
-Exit status: 0 when every reconciliation passes, 1 on a FAIL, 2 on a stage error.
+Exit status: 0 when every reconciliation (and --baseline comparison) passes, 1 on a FAIL, 2 on a stage error.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from bench.report import (
 )
 from bench.runner import StageError, StageResult, run_stage
 from bench.stages import layer_rows
+from pipelines import PROJECT_ROOT
 from pipelines.sources.demo_shapes import DEMO_FEATURE_NODES
 
 DEFAULT_DAY = date(2025, 3, 3)  # the day scripts/gen_prom_scale.py writes
@@ -88,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="day N of an N-day backfill vs day 1: after day 1, days 2..N-1 are SQL copies of it (raw, "
                     "the recommendations' hourly history, marts), then day N is generated, loaded and transformed "
                     "by the same stages; prints day N ÷ day 1 (target <= 1.2x). Not with --days")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="a workdir kept from an earlier run with the same options (--workdir DIR --keep): each "
+                    "scale's marts are compared with it, rows and doubles to 1e-9 (FAIL when they differ)")
     ap.add_argument("--rerun", action="store_true",
                     help="transform the same day a second time, as a re-run, `kubeledger rebuild` or a backfill over "
                     "built days does (every incremental model replaces its day); prints re-run ÷ first build")
@@ -124,13 +129,35 @@ def build_parser() -> argparse.ArgumentParser:
 # --- demo scales -----------------------------------------------------------------------------------------
 
 
+def scale_dirname(args: argparse.Namespace, nodes: int) -> str:
+    return (f"scale-{nodes}" + (f"-{args.days}d" if args.days > 1 else "")
+            + (f"-history{args.history}" if args.history else ""))
+
+
+# the marts of a run against an earlier run's (--baseline): rows matched on their keys, doubles to 1e-9; intensity
+# and PUE are energy-weighted means, ill-conditioned on idle rows whose energy is a round-off residue (~1e-17 kWh)
+BASELINE_COMPARE = ["--rel", "1e-9", "--abs", "1e-9", "--json", "evidence", "--skip", "carbon_intensity_g_per_kwh,pue",
+                    "--show", "1"]
+
+
+def compare_to_baseline(baseline: Path, wd_name: str, root: Path) -> tuple[bool, str]:
+    """scripts/compare_marts.py on this scale's warehouse and the same scale's in a kept earlier workdir."""
+    before, after = baseline / wd_name / "kubeledger.duckdb", root / wd_name / "kubeledger.duckdb"
+    if not before.is_file():
+        return False, f"marts vs baseline: no {before} (run the baseline with --workdir DIR --keep, same options)"
+    res = subprocess.run([sys.executable, str(PROJECT_ROOT / "scripts" / "compare_marts.py"), str(before), str(after),
+                          *BASELINE_COMPARE], capture_output=True, text=True, check=False)
+    lines = [ln[:300] for ln in res.stdout.splitlines()]
+    verdict = "IDENTICAL" if res.returncode == 0 else "DIFFERENT"
+    return res.returncode == 0, "\n".join([f"marts vs baseline {before.parent}: {verdict} (1e-9)", *lines])
+
+
 def run_scale(args: argparse.Namespace, root: Path, nodes: int
               ) -> tuple[list[StageResult], StageResult | None, Any, list[StageResult]]:
     ppn, cpp = SCALES.get(nodes, (30, 2))
     ppn = args.pods_per_node or ppn
     cpp = args.containers_per_pod or cpp
-    wd = root / (f"scale-{nodes}" + (f"-{args.days}d" if args.days > 1 else "")
-                 + (f"-history{args.history}" if args.history else ""))
+    wd = root / scale_dirname(args, nodes)
     shutil.rmtree(wd, ignore_errors=True)
     wd.mkdir(parents=True)
     params: dict[str, Any] = {"workdir": str(wd), "nodes": nodes, "ppn": ppn, "cpp": cpp,
@@ -370,6 +397,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 text += "\n\n" + format_side_by_side(nodes, stages, spark[0])
                 failed |= not spark[0].data.get("identical")
+            if args.baseline:
+                same, compared = compare_to_baseline(args.baseline.resolve(), scale_dirname(args, nodes), root)
+                text += "\n" + compared
+                failed |= not same
             print("\n" + text + "\n", flush=True)
             reports.append(text)
             failed |= not rec.passed

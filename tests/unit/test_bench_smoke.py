@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -90,3 +91,25 @@ def test_bench_end_to_end_tiny(tmp_path, capsys):
     assert "re-run ÷ first build" in out
     for stage in ("generate", "load", "dbt seed", "dbt transform", "dbt transform (re-run)", "publish"):
         assert stage in out
+
+
+def _one_mart(path: Path, cost: float) -> None:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA marts")
+    con.execute("CREATE TABLE marts.fct_cluster_daily AS SELECT DATE '2025-03-03' AS usage_date, 'bench' AS cluster, "
+                "CAST(? AS DOUBLE) AS total_cost", [cost])
+    con.close()
+
+
+def test_baseline_comparison_finds_a_changed_number(tmp_path: Path) -> None:
+    from bench.__main__ import compare_to_baseline
+
+    for name, cost in (("before", 100.0), ("same", 100.0 * (1 + 1e-12)), ("changed", 100.001)):
+        (tmp_path / name / "scale-10").mkdir(parents=True)
+        _one_mart(tmp_path / name / "scale-10" / "kubeledger.duckdb", cost)
+    same, text = compare_to_baseline(tmp_path / "before", "scale-10", tmp_path / "same")
+    assert same and "IDENTICAL" in text, text
+    same, text = compare_to_baseline(tmp_path / "before", "scale-10", tmp_path / "changed")
+    assert not same and "DIFFERENT" in text and "fct_cluster_daily" in text, text
+    same, text = compare_to_baseline(tmp_path / "missing", "scale-10", tmp_path / "same")
+    assert not same and "no " in text
