@@ -19,8 +19,9 @@ pods as (
 ),
 
 containers_in_pod as (
+    -- from the table, not the `allocated` CTE (a CTE read twice is materialised whole, every column)
     select cluster, hour_ts, pod_uid, count(*) as n
-    from allocated
+    from {{ ref('int_containers_allocated_hourly') }}
     group by cluster, hour_ts, pod_uid
 ),
 
