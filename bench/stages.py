@@ -121,7 +121,7 @@ def stage_lookups(p: dict[str, Any]) -> dict[str, Any]:
     import subprocess
 
     from pipelines import dbt_executable
-    from pipelines.dagster_defs.dbt_args import warehouse_env
+    from pipelines.dagster_defs.dbt_args import dbt_env
     from pipelines.sources.boavizta import extract_boavizta_impacts
     from pipelines.sources.carbon.extract import extract_carbon
     from pipelines.warehouse.connection import open_warehouse
@@ -132,7 +132,7 @@ def stage_lookups(p: dict[str, Any]) -> dict[str, Any]:
     # a separate dbt process: an in-process dbt keeps its own connection to the file open
     res = subprocess.run([dbt_executable(), *dbt_args(p, ["run", "--select", f"+{LOOKUPS_MODEL}", "--exclude",
                                                           "resource_type:seed"])],
-                         env={**os.environ, **warehouse_env(settings)}, check=False)
+                         env={**os.environ, **dbt_env(settings)}, check=False)
     if res.returncode != 0:
         raise SystemExit(f"dbt lookups failed (exit {res.returncode}): see {paths(p)['logs']}")
     con = open_warehouse(settings)
@@ -198,9 +198,9 @@ def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
     """One dbt layer: seed, staging, intermediate, marts (dbt run --select <layer>) or test."""
     from dbt.cli.main import dbtRunner
 
-    from pipelines.dagster_defs.dbt_args import warehouse_env
+    from pipelines.dagster_defs.dbt_args import dbt_env
 
-    os.environ.update(warehouse_env(settings_for(p)))
+    os.environ.update(dbt_env(settings_for(p)))
     layer = p["layer"]
     if layer == "seed":
         command = ["seed"]

@@ -11,7 +11,7 @@ import warnings
 
 import dagster as dg
 
-from pipelines.dagster_defs.dbt_args import warehouse_env
+from pipelines.dagster_defs.dbt_args import dbt_env
 from pipelines.settings import Settings, load_settings
 
 # Partitioned asset checks and backfill policies are Dagster beta/preview features we rely on on purpose.
@@ -55,7 +55,7 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
             "kubeledger": KubeledgerResource(config_path=settings.source_file or config_path),
             # dbt's profile reads the warehouse path from the environment: given to each dbt call, not the process
             "dbt": KubeledgerDbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
-                                            dbt_executable=dbt_executable(), env=warehouse_env(settings)),
+                                            dbt_executable=dbt_executable(), env=dbt_env(settings)),
         },
     )
 

@@ -194,6 +194,16 @@ def _keys(start: str, end: str, hourly: bool) -> list[str]:
     return out
 
 
+def _dbt_errors(workdir: Path, runs: list[dict]) -> list[str]:
+    """The error lines of the failed runs' dbt logs (dagster-dbt's message only points at them)."""
+    out = []
+    for run in runs:
+        for log in sorted((workdir / "wh" / "state" / "dbt" / "runs").glob(f"*/*-{run['runId'][:8]}/dbt.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            out += [f"{log.parent.name}: {line}" for line in lines if "error" in line.lower()][-40:]
+    return out
+
+
 def test_three_day_asset_backfill_over_graphql(dagster_dev):
     dag, workdir = dagster_dev
     nodes = dag.gql(ASSET_NODES)["assetNodes"]
@@ -233,7 +243,12 @@ def test_three_day_asset_backfill_over_graphql(dagster_dev):
     failed = [r for r in backfill["runs"] if r["status"] != "SUCCESS"]
     details = [[e for e in dag.gql(RUN_LOGS, id=r["runId"])["logsForRun"].get("events", [])
                 if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")] for r in failed[:2]]
-    assert backfill["status"] in {"COMPLETED", "COMPLETED_SUCCESS"} and not failed, (backfill, details)
+    # the step's own error first: the assertion's repr of the whole backfill cuts it off
+    messages = [f"{e.get('stepKey', 'run')}: {(e.get('error') or {}).get('message') or e.get('message')}"
+                for events in details for e in events]
+    assert backfill["status"] in {"COMPLETED", "COMPLETED_SUCCESS"} and not failed, "\n".join(
+        [f"backfill {backfill['status']}, failed runs {failed}", *messages, *_dbt_errors(workdir, failed),
+         dag.tail(3000)])
     assert backfill["runs"], "the backfill launched no run"
     print(f"backfill {backfill_id}: {len(backfill['runs'])} runs in {elapsed:.0f} s")
 

@@ -1,0 +1,77 @@
+"""Which dbt tests a dbt asset's call runs. An asset backfill runs the daily dbt assets in subsets, each as soon as
+its upstream assets have landed; a test that reads two marts must not run in a subset that builds only one of
+them (it read the other before it was built for those days and failed the backfill on CI). A call that builds
+every model selects the same tests as dbt's default would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from dagster_dbt.asset_utils import get_dbt_resource_names_for_asset_keys
+
+from pipelines import DBT_PROJECT_DIR, dbt_executable
+from pipelines.dagster_defs import assets_dbt
+from pipelines.dagster_defs.dbt_args import INDIRECT_SELECTION, dbt_env
+from pipelines.settings import load_settings
+
+pytestmark = pytest.mark.integration
+
+CROSS_MART_TESTS = {"assert_allocation_reconciles_with_assets", "assert_pv_and_lb_reconcile"}
+
+
+def _ls(tmp: Path, env: dict[str, str], *selection: str) -> set[str]:
+    proc = subprocess.run(
+        [dbt_executable(), "ls", "--quiet", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir",
+         str(DBT_PROJECT_DIR), "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs"),
+         "--resource-type", "test", "--output", "name", *selection],
+        env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {line.strip() for line in proc.stdout.splitlines() if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def envs(tmp_path_factory) -> dict[str, dict[str, str]]:
+    tmp = tmp_path_factory.mktemp("selection")
+    config = tmp / "kubeledger.yaml"
+    config.write_text("warehouse: {path: wh/w.duckdb}\nclusters: [{name: a, source: demo}]\n")
+    ours = {**os.environ, **dbt_env(load_settings(str(config)))}
+    eager = {**ours, "DBT_INDIRECT_SELECTION": "eager"}
+    return {"ours": ours, "eager": eager}
+
+
+def _subset_selection(model: str) -> list[str]:
+    """The --select a dagster-dbt subset run of dbt_daily gives dbt when `model` is its only selected asset."""
+    daily = assets_dbt.dbt_daily_assets
+    manifest = json.loads(Path(assets_dbt.MANIFEST).read_text())
+    keys = [k for k in daily.keys if k.path[-1] == model]
+    assert keys, f"{model} is not an asset of dbt_daily"
+    return ["--select", *get_dbt_resource_names_for_asset_keys(assets_dbt.TRANSLATOR, manifest, daily, keys)]
+
+
+def test_the_project_sets_the_indirect_selection(envs):
+    assert envs["ours"]["DBT_INDIRECT_SELECTION"] == INDIRECT_SELECTION == "buildable"
+
+
+def test_a_subset_with_one_mart_skips_the_tests_that_read_another(tmp_path, envs):
+    selection = _subset_selection("fct_asset_daily")
+    # dbt's default would run them (the hazard this setting removes) ...
+    assert CROSS_MART_TESTS <= _ls(tmp_path, envs["eager"], *selection)
+    # ... the project's setting does not
+    assert not CROSS_MART_TESTS & _ls(tmp_path, envs["ours"], *selection)
+    # both marts in one call: they run
+    both = [*selection, *_subset_selection("fct_allocation_daily")[1:]]
+    assert CROSS_MART_TESTS <= _ls(tmp_path, envs["ours"], *both)
+
+
+def test_whole_calls_select_the_same_tests_as_dbts_default(tmp_path, envs):
+    daily = ["--exclude", "resource_type:seed", assets_dbt.LOOKUPS_SELECT, "--exclude-resource-type", "unit_test"]
+    lookups = ["--select", assets_dbt.LOOKUPS_SELECT, "--exclude", "resource_type:seed",
+               "--exclude-resource-type", "unit_test"]
+    ours = {name: _ls(tmp_path, envs["ours"], *selection) for name, selection in (("daily", daily), ("lookups", lookups))}
+    assert ours["daily"] == _ls(tmp_path, envs["eager"], *daily)
+    assert ours["lookups"] == _ls(tmp_path, envs["eager"], *lookups)
+    assert CROSS_MART_TESTS <= ours["daily"]
