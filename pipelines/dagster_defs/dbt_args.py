@@ -22,6 +22,7 @@ DAILY_BUILD_EXCLUDES_UNIT_TESTS = True
 # then ran in the first run, against a mart not yet built for those days, and failed the backfill. A call that
 # builds every model (the schedule, the CLI) selects the same tests either way.
 INDIRECT_SELECTION = "buildable"
+TEST_SELECTION_ENV = {"DBT_INDIRECT_SELECTION": INDIRECT_SELECTION}  # every engine's dbt calls
 
 
 def daily_build_args(variables: dict[str, Any], *,
@@ -72,7 +73,7 @@ def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
 def dbt_env(settings: Settings) -> dict[str, str]:
     """Environment for dbt: the profile reads the warehouse path from it; the tests' indirect selection."""
     return {
-        "DBT_INDIRECT_SELECTION": INDIRECT_SELECTION,
+        **TEST_SELECTION_ENV,
         "KUBELEDGER_WAREHOUSE": str(settings.warehouse_path),
         "KUBELEDGER_DUCKDB_MEMORY": settings.warehouse.memory_limit,
         "DO_NOT_TRACK": "1",

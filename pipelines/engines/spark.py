@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines import DBT_PROJECT_DIR
-from pipelines.dagster_defs.dbt_args import INDIRECT_SELECTION
+from pipelines.dagster_defs.dbt_args import TEST_SELECTION_ENV
 from pipelines.dagster_defs.dbt_resource import scoped_environ
 from pipelines.engines import DBT_SPARK_TARGET
 from pipelines.engines.marts_load import load_marts
@@ -60,7 +60,7 @@ def spark_env(settings: Settings) -> dict[str, str]:
     """What the `spark` profile reads, given to each dbt call only."""
     spark = settings.lake.spark
     return {
-        "DBT_INDIRECT_SELECTION": INDIRECT_SELECTION,  # as on DuckDB (dbt_args.INDIRECT_SELECTION says why)
+        **TEST_SELECTION_ENV,  # as on DuckDB (dbt_args.INDIRECT_SELECTION says why)
         "KUBELEDGER_LAKE": settings.lake_root,
         "KUBELEDGER_WAREHOUSE": str(settings.warehouse_path),
         # the profile's session parameters; the session itself is started first from the same settings
