@@ -42,6 +42,9 @@ DBT_PROBLEM_RE = re.compile(r"(Failure in |Database Error|Runtime Error|Compilat
 # dagster-dbt records a dbt *source* test (a test on a raw table, which the extract assets own) as an asset
 # observation and says so at WARNING for each of them, on every run.
 # Dagster says, at ERROR, for each step it does not run after a failure; the failure itself is reported.
+# Libraries whose own warnings are the detail of a failure the source's one summary line already names (urllib3's
+# "Retrying (Retry(total=3 ...))" per attempt, the Kubernetes client's): the log file keeps them.
+QUIET_LIBRARIES = ("dagster", "urllib3", "requests", "kubernetes")
 UNACTIONABLE = (re.compile(r"Logging an `AssetObservation` instead of an `AssetCheckResult` for dbt test `source_"),
                 re.compile(r"^Dependencies for step \S+ (failed|were not executed)"))
 
@@ -79,7 +82,7 @@ class _ConsoleFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.verbose:
             return True
-        if record.name == "py.warnings" or record.name == "dagster" or record.name.startswith("dagster."):
+        if record.name == "py.warnings" or record.name.split(".")[0] in QUIET_LIBRARIES:
             return False  # library notices (and python loggers Dagster also forwards as run logs)
         meta = getattr(record, "dagster_meta", None)
         if meta and meta.get("dagster_event") is not None:
@@ -111,7 +114,7 @@ class _ConsoleHandler(logging.Handler):
             meta = getattr(record, "dagster_meta", None) or {}
             where = meta.get("step_key") or ("dbt" if record.name == DBT_LOGGER else "")
             lines = _message(record).strip().splitlines() or [""]
-            text = lines[0][:300] + (" (more in the log file)" if len(lines) > 1 or len(lines[0]) > 300 else "")
+            text = lines[0][:500] + (" (more in the log file)" if len(lines) > 1 or len(lines[0]) > 500 else "")
             level = "error" if record.levelno >= logging.ERROR else "warning"
             self.reporter.echo(f"  {level}: {where + ': ' if where else ''}{text}", err=True)
         except Exception:  # noqa: BLE001 - logging must never break the run

@@ -59,6 +59,9 @@ class KubernetesSettings:
     host: str | None = None  # explicit API URL (tests, proxies)
     verify_tls: bool = True
     page_size: int = 500
+    # hours older than this are not snapshotted (the API only knows "now"); raise it to let a run of yesterday
+    # take the current snapshot for its late hours
+    snapshot_reach_hours: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class CarbonSettings:
     token_env: str = "ELECTRICITYMAPS_TOKEN"
     emission_factor_type: str = "lifecycle"
     timeout_s: float = 30.0
+    time_budget_s: float = 120.0  # a failing provider holds a run at most this long (pipelines/sources/faults.py)
     verify_tls: bool = True
 
     def token(self) -> str | None:
@@ -100,6 +104,7 @@ class CarbonSettings:
 class BoaviztaSettings:
     url: str | None = None  # None = the bundled Boavizta 2.5.0 table
     timeout_s: float = 30.0
+    time_budget_s: float = 120.0  # a failing Boavizta API holds a run at most this long
     verify_tls: bool = True
 
 

@@ -129,6 +129,26 @@ def last_runs(settings: Settings) -> list[RunInfo] | None:
     return out
 
 
+def say_sources(say: Any, settings: Settings, days: list[date]) -> None:
+    """Which sources the newest days rest on fallbacks for (raw.source_health), one line each; or that all
+    answered."""
+    path = settings.warehouse_path if mart_days(settings.warehouse_path) is not None else settings.serving_path
+    schema = "raw" if path == settings.warehouse_path else "ops"
+    rows = _rows(path, f"select scope, source, cluster, failure, message, hint from {schema}.source_health "  # noqa: S608
+                       "where status = 'degraded' and scope in (select unnest(?)) order by 1, 2, 3",
+                 [[d.isoformat() for d in days] + ["current"]])
+    if rows is None:
+        return
+    if not rows:
+        say("  sources: every source answered (no fallback for a failed source)")
+        return
+    say("  degraded sources (the rows that used a fallback carry its reason code):")
+    for scope, source, cluster, failure, message, hint in rows:
+        where = f" {cluster}" if cluster else ""
+        say(f"    {scope} {source}{where}: {failure}: {message}")
+        say(f"      what to do: {hint}")
+
+
 def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "?"
 
@@ -175,6 +195,7 @@ def print_status(settings: Settings, out: TextIO | None = None) -> int:
                 low = coverage is not None and coverage < settings.quality.min_hour_coverage
                 cells.append(f"{cluster} {hours}/24 h, {cov}{' (incomplete)' if low else ''}")
             say(f"  {day}: " + "; ".join(cells))
+        say_sources(say, settings, newest)
 
     runs = last_runs(settings)
     if runs is None:

@@ -7,8 +7,11 @@ Every asset honours the run's cluster selection (resources.CLUSTER_TAG).
 """
 
 
+from typing import Any
+
 import dagster as dg
 
+from pipelines.dagster_defs.metadata import safe_metadata
 from pipelines.dagster_defs.partitions import daily_partitions, hourly_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_clusters
 from pipelines.sources.boavizta import extract_boavizta_impacts
@@ -19,6 +22,7 @@ from pipelines.sources.pricing import PRICE_TABLES, load_pricing
 from pipelines.timeutil import hours_between
 from pipelines.warehouse.landing import METRICS_TABLES
 from pipelines.warehouse.lookups import LOOKUPS_MODEL
+from pipelines.warehouse.source_health import CURRENT, Problem, record
 
 EXTRACT_KWARGS = dict(
     partitions_def=hourly_partitions,
@@ -31,6 +35,19 @@ LOOKUPS_KEY = dg.AssetKey(["intermediate", LOOKUPS_MODEL])
 LOOKUP_EXTRACT_KWARGS = dict(
     EXTRACT_KWARGS, partitions_def=daily_partitions, group_name="lookups", deps=[LOOKUPS_KEY],
 )
+
+
+def _days(hours: list) -> list:
+    return sorted({h.date() for h in hours})
+
+
+def report_health(context: dg.AssetExecutionContext, con: Any, source: str, scopes: list,
+                  problems: list[Problem]) -> None:
+    """Record the source's outcome in raw.source_health and say each problem in ONE warning line (the console
+    shows it; the details are in the asset's metadata and the log file)."""
+    record(con, source, scopes, problems)
+    for problem in problems:
+        context.log.warning(problem.line())
 
 
 def _hours(context: dg.AssetExecutionContext) -> list:
@@ -56,13 +73,13 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:
-        yield dg.MaterializeResult(asset_key=key, metadata={
+        yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata({
             "rows": summary["tables"].get(key[1], 0), "hours": len(hours), "promql_queries": summary["queries"],
-            "rows_per_cluster": dg.MetadataValue.json(summary["clusters"]),
-            "warnings": dg.MetadataValue.json(summary["warnings"][:50]),
+            "rows_per_cluster": (summary["clusters"]),
+            "warnings": (summary["warnings"][:50]),
             # {cluster: {metric: [hours]}}: optional series checked and not found (the warnings name the needed ones)
-            "absent_series": dg.MetadataValue.json(summary["absent_series"]),
-        })
+            "absent_series": (summary["absent_series"]),
+        }))
 
 
 @dg.asset(key=["raw", "k8s_objects"], deps=[["raw", "node_hours"]],
@@ -72,10 +89,12 @@ def raw_kubernetes(context: dg.AssetExecutionContext, kubeledger: KubeledgerReso
     hours = _hours(context)
     with kubeledger.connect() as con:
         summary = extract_kubernetes(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
+        if summary["days"]:  # only runs that asked the API say anything about it
+            report_health(context, con, "kubernetes", sorted(set(summary["days"])), summary["problems"])
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
-    return dg.MaterializeResult(metadata={"rows": summary["rows"], "skipped_hours": summary["skipped_hours"],
-                                          "warnings": dg.MetadataValue.json(summary["warnings"][:50])})
+    return dg.MaterializeResult(metadata=safe_metadata({"rows": summary["rows"], "skipped_hours": summary["skipped_hours"],
+                                          "warnings": (summary["warnings"][:50])}))
 
 
 @dg.asset(key=["raw", "carbon_intensity_hours"],
@@ -86,12 +105,11 @@ def raw_carbon_intensity(context: dg.AssetExecutionContext, kubeledger: Kubeledg
     hours = _hours(context)
     with kubeledger.connect() as con:
         summary = extract_carbon(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
-    for failure in summary.get("failures", [])[:20]:
-        context.log.warning(f"carbon intensity fallback: {failure}")
-    return dg.MaterializeResult(metadata={
-        "rows": summary["rows"], "provider": summary["provider"], "zones": dg.MetadataValue.json(summary["zones"]),
-        "failures": dg.MetadataValue.json(summary.get("failures", [])[:50]),
-    })
+        report_health(context, con, "carbon", _days(hours), summary.get("problems", []))
+    return dg.MaterializeResult(metadata=safe_metadata({
+        "rows": summary["rows"], "provider": summary["provider"], "zones": summary["zones"],
+        "failures": summary.get("failures", [])[:50],
+    }))
 
 
 @dg.asset(key=["raw", "boavizta_impacts"],
@@ -101,8 +119,12 @@ def raw_boavizta(context: dg.AssetExecutionContext, kubeledger: KubeledgerResour
     # the lookups model is already restricted to the run's window and cluster
     with kubeledger.connect() as con:
         summary = extract_boavizta_impacts(kubeledger.settings, con)
-    return dg.MaterializeResult(metadata={"rows": summary["rows"], "instance_types": summary.get("keys", 0),
-                                          "failures": dg.MetadataValue.json(summary.get("failures", [])[:50])})
+        if kubeledger.settings.boavizta.url:  # the bundled table cannot fail
+            report_health(context, con, "boavizta", _days(_hours(context)), summary.get("problems", []))
+    return dg.MaterializeResult(metadata=safe_metadata({
+        "rows": summary["rows"], "instance_types": summary.get("keys", 0),
+        "failures": summary.get("failures", [])[:50],
+    }))
 
 
 PRICING_KEYS = [["raw", t] for t in PRICE_TABLES]
@@ -118,9 +140,10 @@ def raw_pricing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
     """Validated user price files (instance sheet, Kubecost CSV, OpenCost custom JSON)."""
     with kubeledger.connect() as con:
         summary = load_pricing(kubeledger.settings, con)
+        report_health(context, con, "pricing", [CURRENT], summary["problems"])
     for key in PRICING_KEYS:
         files = [f for f in summary["files"] if f["table"] == key[1]]
-        yield dg.MaterializeResult(asset_key=key, metadata={"files": dg.MetadataValue.json(files)})
+        yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata({"files": (files)}))
 
 
 extract_assets = [raw_metrics, raw_kubernetes, raw_carbon_intensity, raw_boavizta]

@@ -5,6 +5,7 @@ from datetime import date, timedelta
 
 import dagster as dg
 
+from pipelines.dagster_defs.metadata import safe_metadata
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 
@@ -29,7 +30,7 @@ def serving_report(context: dg.AssetExecutionContext, kubeledger: KubeledgerReso
     daily, weekly = write_reports(settings, _days(window.start.date(), window.end.date()))
     last = daily[-1]
     chart = base64.b64encode(last.main_chart_svg.encode()).decode()
-    return dg.MaterializeResult(metadata={
+    return dg.MaterializeResult(metadata=safe_metadata({
         "report": dg.MetadataValue.path(str(last.path)),
         "report_url": dg.MetadataValue.url(last.path.as_uri()),
         "weekly_report": dg.MetadataValue.path(str(weekly[-1].path)),
@@ -39,4 +40,4 @@ def serving_report(context: dg.AssetExecutionContext, kubeledger: KubeledgerReso
         "reports_written": len(daily) + len(weekly),
         "clusters": last.clusters,
         "recommendations_shown": last.recommendations if last.recommendations is not None else "no mart",
-    })
+    }))

@@ -4,6 +4,7 @@
 import dagster as dg
 
 from pipelines.dagster_defs.instance import prune_runs
+from pipelines.dagster_defs.metadata import safe_metadata
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource
 from pipelines.timeutil import DAY, days_of_window
@@ -36,11 +37,11 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
             [days[0], days[-1] + DAY]).fetchone()
     # Dagster's run storage is bounded the same way: runs past retention go (never a day's latest build)
     runs_pruned = prune_runs(context.instance, settings.warehouse.raw_retention_days)
-    return dg.MaterializeResult(metadata={
+    return dg.MaterializeResult(metadata=safe_metadata({
         "serving_path": str(published.serving_path),
         "serving_bytes": published.bytes,
-        "rows": dg.MetadataValue.json(published.tables),
-        "parquet_files": dg.MetadataValue.json(parquet),
+        "rows": published.tables,
+        "parquet_files": parquet,
         "parquet_bytes": folder_size(settings.parquet_path),
         "cluster_days": totals[0],
         "hours_covered": totals[1],
@@ -48,6 +49,6 @@ def serving_warehouse(context: dg.AssetExecutionContext, kubeledger: KubeledgerR
         "energy_kwh": totals[3],
         "co2e_total_g": totals[4],
         "estimated_co2e_share": totals[5],
-        "raw_rows_pruned": dg.MetadataValue.json(pruned),
+        "raw_rows_pruned": pruned,
         "dagster_runs_pruned": len(runs_pruned),
-    })
+    }))

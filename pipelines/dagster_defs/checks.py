@@ -6,6 +6,7 @@ from datetime import date
 
 import dagster as dg
 
+from pipelines.dagster_defs.metadata import safe_metadata
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.timeutil import DAY, days_of_window
@@ -42,8 +43,8 @@ def hour_coverage(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledger
     problems = low + missing
     return dg.AssetCheckResult(
         passed=not problems,
-        metadata={"threshold": threshold, "incomplete": dg.MetadataValue.json(problems[:50]),
-                  "cluster_days": len(clusters)},
+        metadata=safe_metadata({"threshold": threshold, "incomplete": problems[:50],
+                  "cluster_days": len(clusters)}),
     )
 
 
@@ -60,7 +61,7 @@ def no_negative_amounts(context: dg.AssetCheckExecutionContext, kubeledger: Kube
                    or load_balancer_cost < 0 or total_cost < 0 or energy_kwh < 0
                    or co2e_operational_g < 0 or co2e_embodied_g < 0)
             """, [start, end]).fetchone()[0]
-    return dg.AssetCheckResult(passed=bad == 0, metadata={"negative_rows": bad})
+    return dg.AssetCheckResult(passed=bad == 0, metadata=safe_metadata({"negative_rows": bad}))
 
 
 @dg.asset_check(asset=CLUSTER_DAILY, blocking=True, partitions_def=daily_partitions, pool=WRITER_POOL,
@@ -99,8 +100,8 @@ def reconciliation(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledge
             problems.append(f"{d} {c}: energy allocated {a_kwh} != node {n_kwh}")
         if a_emb is None or a_emb + 1e-9 * max(abs(n_emb), 1.0) < n_emb:
             problems.append(f"{d} {c}: embodied allocated {a_emb} < node {n_emb}")
-    return dg.AssetCheckResult(passed=not problems, metadata={"problems": dg.MetadataValue.json(problems[:50]),
-                                                              "cluster_days": len(cost)})
+    return dg.AssetCheckResult(passed=not problems, metadata=safe_metadata({"problems": problems[:50],
+                                                              "cluster_days": len(cost)}))
 
 
 @dg.asset_check(asset=CLUSTER_DAILY, blocking=False, partitions_def=daily_partitions, pool=WRITER_POOL,
@@ -125,8 +126,8 @@ def estimated_share(context: dg.AssetCheckExecutionContext, kubeledger: Kubeledg
     return dg.AssetCheckResult(
         passed=worst <= threshold,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"max_co2e_estimated_share": worst, "threshold": threshold,
-                  "reasons": dg.MetadataValue.json({r: n for r, n in reasons})},
+        metadata=safe_metadata({"max_co2e_estimated_share": worst, "threshold": threshold,
+                  "reasons": ({r: n for r, n in reasons})}),
     )
 
 

@@ -398,8 +398,9 @@ class AllocationApp:
         health = self.pool.health()
         body: dict[str, Any] = {
             "code": 200 if health["servable"] else 503,
-            "status": "ok" if health["servable"] and not health["problem"] else
-                      ("degraded" if health["servable"] else "unavailable"),
+            # degraded: servable, but a snapshot problem or the newest day rests on fallbacks (health["sources"])
+            "status": "unavailable" if not health["servable"] else
+                      ("degraded" if health["problem"] or health["sources"]["status"] == "degraded" else "ok"),
             **health,
             "running": self.running, "queued": self.queued, "served": self.served, "rejected": self.rejected,
             "timeouts": self.timeouts, "disconnects": self.disconnects,

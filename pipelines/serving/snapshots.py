@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from pipelines.warehouse.publish import API_SNAPSHOT_GLOB, api_snapshot_dir
+from pipelines.warehouse.source_health import newest_day_health
 
 T = TypeVar("T")
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.+?) \(PID (\d+)\)")
@@ -60,6 +61,7 @@ class Snapshot:
     opened_at: float = field(default_factory=time.time)
     leases: int = 0
     retired: bool = False
+    sources: dict[str, Any] = field(default_factory=dict)  # the newest day's source health (read once per snapshot)
 
     @property
     def id(self) -> str:
@@ -106,10 +108,11 @@ class SnapshotPool:
             # a query over the cap spills here, not beside the snapshot (often a read-only volume)
             con.execute("SET temp_directory = ?", [os.path.join(tempfile.gettempdir(), "kubeledger-spill")])
             con.execute("SELECT 1").fetchone()
+            sources = newest_day_health(con)
         except BaseException:
             con.close()
             raise
-        return Snapshot(path=path, stamp=stamp, con=con)
+        return Snapshot(path=path, stamp=stamp, con=con, sources=sources)
 
     def _refresh_locked(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -188,6 +191,7 @@ class SnapshotPool:
                 "draining": len(self._draining),
                 "problem": self.last_error,
                 "biCopyLockedBy": bi_lock,
+                "sources": cur.sources if cur else {"newestDay": None, "status": "unknown", "degraded": []},
             }
 
     def close(self) -> None:

@@ -16,13 +16,24 @@ import duckdb
 import pandas as pd
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from pipelines.settings import BoaviztaSettings, Settings
 from pipelines.warehouse.lookups import BOAVIZTA_INSTANCE, required_lookups
 
 from . import base
 from .base import ExtractResult
+from .faults import (
+    DEFAULT_BUDGET_S,
+    Budget,
+    Problem,
+    hint_for,
+    is_source_wide,
+    kind_of_exception,
+    kind_of_status,
+    main_kind,
+    retry_policy,
+    short_cause,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,27 +65,31 @@ def _warnings(node: Any, found: list[str]) -> list[str]:
     return found
 
 
+class WrongShape(ValueError):
+    """A 200 answer that is JSON but not a Boavizta instance answer (a proxy, another API)."""
+
+
 class BoaviztaClient:
     """Minimal HTTP client for a Boavizta API (`url` without the /v1 suffix)."""
 
     def __init__(self, url: str, *, timeout_s: float = 30.0, verify_tls: bool = True, retries: int = 2,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None, budget_s: float = DEFAULT_BUDGET_S) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         self.verify_tls = verify_tls
         if session is None:
             session = requests.Session()
-            retry = Retry(total=retries, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
-                          allowed_methods=frozenset({"GET"}), respect_retry_after_header=True, raise_on_status=False)
-            adapter = HTTPAdapter(max_retries=retry)
+            adapter = HTTPAdapter(max_retries=retry_policy(retries, 0.5))
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self.session = session
         self._version: str | None = None
+        self.budget = Budget(budget_s)
 
     def _get(self, path: str, params: dict[str, str] | None = None) -> requests.Response:
+        timeout = self.budget.timeout(self.timeout_s)  # never far past the source's budget
         return self.session.get(f"{self.url}{path}", params=params, headers={"Accept": "application/json"},
-                                timeout=(min(10.0, self.timeout_s), self.timeout_s), verify=self.verify_tls)
+                                timeout=(min(10.0, timeout), timeout), verify=self.verify_tls)
 
     def version(self) -> str:
         if self._version is None:
@@ -104,6 +119,8 @@ class BoaviztaClient:
         if resp.status_code != 200:
             raise requests.HTTPError(f"{resp.status_code} {resp.text[:300]}", response=resp)
         body = resp.json()
+        if not isinstance(body, dict) or not isinstance(body.get("impacts"), dict):
+            raise WrongShape(f"unexpected answer shape: {str(body)[:200]}")
         verbose = body.get("verbose") or {}
         embedded = (((body.get("impacts") or {}).get("gwp") or {}).get("embedded"))
         # the API answers a string ("not implemented") instead of an object when it cannot compute a value
@@ -159,6 +176,15 @@ def _bundled_rows(keys: list[tuple[str, str]], path: Path) -> list[dict[str, Any
     return rows
 
 
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, WrongShape | TypeError | KeyError | AttributeError):
+        return "wrong_shape"
+    response = getattr(exc, "response", None)
+    if isinstance(exc, requests.HTTPError) and response is not None:
+        return kind_of_status(response.status_code)
+    return kind_of_exception(exc)
+
+
 def extract_boavizta(
     settings: BoaviztaSettings,
     instance_keys: list[tuple[str, str]],
@@ -182,14 +208,24 @@ def extract_boavizta(
     rows: list[dict[str, Any]] = []
     if todo and use_api:
         client = client or BoaviztaClient(settings.url or "", timeout_s=settings.timeout_s,
-                                          verify_tls=settings.verify_tls)
+                                          verify_tls=settings.verify_tls, budget_s=settings.time_budget_s)
+        client.budget = Budget(client.budget.seconds)  # counted from the start of this extract
+        tripped: str | None = None
         for provider, instance_type in todo:
+            where = {"provider": provider, "instance_type": instance_type,
+                     "request": f"{client.url}/v1/cloud/instance"}
+            if tripped or client.budget.spent():
+                failures.append(where | {"kind": "skipped" if tripped else "budget",
+                                         "error": f"not requested: {tripped or 'the time budget was spent'}"})
+                continue
             try:
                 rows.append(client.instance(provider, instance_type))
-            except (requests.RequestException, ValueError) as exc:
-                failures.append({"provider": provider, "instance_type": instance_type,
-                                 "request": f"{client.url}/v1/cloud/instance", "error": f"{type(exc).__name__}: {exc}"})
-                log.warning("boavizta %s/%s: %s", provider, instance_type, exc)
+            except (requests.RequestException, ValueError, TypeError, KeyError, AttributeError) as exc:
+                kind = _kind(exc)
+                failures.append(where | {"kind": kind, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                log.info("boavizta %s/%s: %s", provider, instance_type, exc)
+                if is_source_wide(kind):
+                    tripped = f"the Boavizta API failed earlier in this run ({kind})"
     elif todo:
         rows = _bundled_rows(todo, bundled_path or BUNDLED_SEED)
 
@@ -217,4 +253,25 @@ def extract_boavizta_impacts(settings: Settings, con: duckdb.DuckDBPyConnection)
         return {"rows": 0, "keys": 0}
     result = extract_boavizta(settings.boavizta, keys, con=con)
     written = base.land(con, result)
-    return {"rows": sum(written.values()), "keys": len(keys), "failures": result.metadata.get("failures", [])}
+    failures = result.metadata.get("failures", [])
+    return {"rows": sum(written.values()), "keys": len(keys), "failures": failures,
+            "problems": boavizta_problems(settings, keys, failures, result.metadata.get("not_found", []))}
+
+
+def boavizta_problems(settings: Settings, keys: list[tuple[str, str]], failures: list[dict[str, Any]],
+                      not_found: list[str]) -> list[Problem]:
+    """At most one Problem: the instance types whose embodied impacts fell back, why, and what to do."""
+    if not failures and not not_found:
+        return []
+    kinds = [f.get("kind", "connection_error") for f in failures] + ["http_404"] * len(not_found)
+    kind = main_kind(kinds)
+    affected = sorted({f"{f['provider']}/{f['instance_type']}" for f in failures} | set(not_found))
+    first = next((f for f in failures if f.get("kind") == kind), failures[0] if failures else None)
+    cause = short_cause(kind, None, str(first["error"]), str(first["request"])) if first else "not in its catalogue"
+    message = (f"Boavizta API: {cause}; {len(affected)} of {len(keys)} instance type(s) "
+               f"({', '.join(affected[:6])}{' …' if len(affected) > 6 else ''}) use the bundled embodied profiles "
+               "(embodied_fallback)")
+    names = {"url_key": "boavizta.url", "timeout_key": "boavizta.timeout_s", "budget_key": "boavizta.time_budget_s",
+             "auth": "the URL"}
+    rerun = "" if kind in ("http_404", "no_data") else "kubeledger materialize --date <day>"
+    return [Problem("boavizta", kind, message, hint_for(kind, names, rerun), affected)]

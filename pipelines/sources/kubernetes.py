@@ -43,6 +43,7 @@ from pipelines.timeutil import hour_floor, utc_now
 
 from . import base
 from .base import ExtractResult, SourceError
+from .faults import Problem, hint_for, kind_of_status
 
 log = logging.getLogger(__name__)
 
@@ -456,24 +457,62 @@ def extract_kubernetes_snapshot(
     )
 
 
-SNAPSHOT_REACH = timedelta(hours=2)  # the API only knows "now": older hours keep what was landed then
 
 
 def extract_kubernetes(settings: Settings, con: duckdb.DuckDBPyConnection, hours: list[datetime],
                        clusters: Iterable[ClusterSettings] | None = None,
                        now: datetime | None = None) -> dict[str, Any]:
-    """Snapshot the Kubernetes API for the clusters that enable it. Only the current and previous hour are
-    snapshotted; older hours keep what was landed then (metrics carry the rest)."""
+    """Snapshot the Kubernetes API for the clusters that enable it. Only the hours within the cluster's
+    `kubernetes.snapshot_reach_hours` of now are snapshotted; older hours keep what was landed then (metrics carry
+    the rest). An API that fails (unreachable, credentials refused, 5xx) never fails the run: that cluster's hours
+    keep the metrics' metadata, as hours out of reach do, and the failure is one Problem (source `kubernetes`)."""
     now = utc_now(now)
-    summary: dict[str, Any] = {"rows": 0, "skipped_hours": 0, "warnings": []}
+    summary: dict[str, Any] = {"rows": 0, "skipped_hours": 0, "warnings": [], "problems": [], "days": []}
     for cluster in clusters or settings.clusters:
         if not cluster.kubernetes.enabled:
             continue
+        reach = timedelta(hours=cluster.kubernetes.snapshot_reach_hours)
+        failed: SourceError | None = None
+        missed: list[datetime] = []
         for hour in hours:
-            if now - hour > SNAPSHOT_REACH:
+            if now - hour > reach:
                 summary["skipped_hours"] += 1
                 continue
-            result = extract_kubernetes_snapshot(cluster, hour)
+            summary["days"].append(hour.date())
+            if failed is not None:  # one failure per cluster and run: the API is not asked again
+                missed.append(hour)
+                continue
+            try:
+                result = extract_kubernetes_snapshot(cluster, hour)
+            except SourceError as exc:
+                failed = exc
+                missed.append(hour)
+                log.info("kubernetes %s: %s", cluster.name, exc)
+                continue
             summary["rows"] += sum(base.land(con, result).values())
             summary["warnings"].extend(result.metadata.get("warnings", []) or [])
+        if failed is not None:
+            summary["problems"].append(_problem(cluster, failed, missed))
     return summary
+
+
+def _problem(cluster: ClusterSettings, exc: SourceError, missed: list[datetime]) -> Problem:
+    cause = exc.__cause__
+    if isinstance(cause, ApiException) and cause.status:
+        kind = kind_of_status(int(cause.status))
+    elif "every kind was refused" in str(exc):
+        kind = "http_403"
+    elif "credentials" in str(exc):
+        kind = "http_401"
+    elif "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
+        kind = "timeout"
+    elif "refused" in str(exc).lower():
+        kind = "connection_refused"
+    else:
+        kind = "connection_error"
+    message = (f"the Kubernetes API failed for {len(missed)} hour(s) ({str(exc)[:200]}); those hours keep the "
+               "metadata kube-state-metrics exports (labels, owners), as hours older than the snapshot reach do")
+    names = {"url_key": f"clusters[{cluster.name}].kubernetes", "timeout_key": "the API server's health",
+             "budget_key": "", "auth": "the service account or kubeconfig credentials"}
+    return Problem("kubernetes", kind, message, hint_for(kind, names), [h.isoformat() for h in missed],
+                   cluster=cluster.name)

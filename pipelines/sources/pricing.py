@@ -43,6 +43,7 @@ from pipelines.timeutil import utc_now
 
 from . import base
 from .base import ExtractResult
+from .faults import Problem
 
 HOURS_PER_MONTH = 730  # OpenCost's monthly convention
 SHEET_REQUIRED = ("provider", "region", "instance_type", "hourly_usd")
@@ -403,21 +404,36 @@ PRICE_TABLES = ("price_sheet", "price_node_csv", "price_custom")
 
 
 def load_pricing(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Validate and land the configured price files; a bad file raises PricingFileError naming file, line, field."""
-    summary: dict[str, Any] = {"files": []}
+    """Validate and land the configured price files. A file that cannot be used (`check-config` names the line
+    and field) never fails the run: its table keeps the last good load of it, or is empty so the models use the
+    default prices (flagged default_price), and the file is one Problem (source `pricing`)."""
+    summary: dict[str, Any] = {"files": [], "problems": []}
     p = settings.pricing
-    loaded: list[tuple[str, ExtractResult]] = []
+    wanted: list[tuple[str, str, Any]] = []
     if p.instance_sheet:
-        loaded.append(("price_sheet", load_price_sheet(settings.resolve(p.instance_sheet))))
+        wanted.append(("price_sheet", "pricing.instance_sheet",
+                       lambda: load_price_sheet(settings.resolve(p.instance_sheet))))
     if p.node_csv:
-        loaded.append(("price_node_csv", load_node_price_csv(settings.resolve(p.node_csv))))
+        wanted.append(("price_node_csv", "pricing.node_csv",
+                       lambda: load_node_price_csv(settings.resolve(p.node_csv))))
     if p.custom_file:
-        loaded.append(("price_custom", load_custom_prices(settings.resolve(p.custom_file), p.custom_convention)))
+        wanted.append(("price_custom", "pricing.custom_file",
+                       lambda: load_custom_prices(settings.resolve(p.custom_file), p.custom_convention)))
+    loaded: list[tuple[str, ExtractResult]] = []
+    kept: dict[str, list[str]] = {}  # table -> files whose last good rows stay (the new version is unusable)
+    for table, key, load in wanted:
+        try:
+            loaded.append((table, load()))
+        except (PricingFileError, OSError) as exc:
+            resolved = str(Path(settings.resolve(getattr(p, key.split(".")[1]))).expanduser().resolve())
+            kept.setdefault(table, []).append(resolved)
+            summary["problems"].append(_file_problem(con, table, key, resolved, exc))
     con.execute("begin transaction")
     try:
         # files no longer configured are removed, so the warehouse reflects the current configuration
         for table in PRICE_TABLES:
             keep = [str(r.partitions[0]["source_file"]) for t, r in loaded if t == table and r.partitions]
+            keep += kept.get(table, [])
             if keep:
                 con.execute(f"delete from raw.{table} where source_file not in (select unnest(?))", [keep])  # noqa: S608
             else:
@@ -431,3 +447,13 @@ def load_pricing(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str
         summary["files"].append({"table": table, "rows": written.get(table, 0),
                                  "file": str(result.partitions[0]["source_file"]) if result.partitions else None})
     return summary
+
+
+def _file_problem(con: duckdb.DuckDBPyConnection, table: str, key: str, file: str, exc: Exception) -> Problem:
+    last = con.execute(f"select count(*), max(_extracted_at) from raw.{table} where source_file = ?",  # noqa: S608
+                       [file]).fetchone()
+    instead = (f"its last good load ({last[0]} rows from {last[1]:%Y-%m-%d %H:%M} UTC) stays in use"
+               if last and last[0] else "the default prices apply, flagged default_price")
+    message = f"{key} could not be loaded ({str(exc)[:300]}); {instead}"
+    hint = "fix the file (`kubeledger check-config` names the line and field); the next run loads it"
+    return Problem("pricing", "file", message, hint, [file])

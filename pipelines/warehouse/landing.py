@@ -31,6 +31,7 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
     "price_sheet": ("source_file",),
     "price_node_csv": ("source_file",),
     "price_custom": ("source_file",),
+    "source_health": ("source", "scope"),
 }
 
 METRICS_TABLES = (

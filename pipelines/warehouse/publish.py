@@ -110,9 +110,23 @@ def publish_serving_copy(working_path: Path, serving_path: Path) -> PublishResul
             made.append(table)
         if "fct_allocation_daily" in made:  # the allocation API's pre-aggregates (schema api)
             build_rollup(con, "serving", source="serving.marts.fct_allocation_daily")
+        counts.update(_copy_source_health(con))
     _write_api_snapshot(tmp, serving_path)
     os.replace(tmp, serving_path)
     return PublishResult(serving_path=serving_path, tables=counts, bytes=serving_path.stat().st_size)
+
+
+def _copy_source_health(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """The source-health ledger as `ops.source_health` (what each day's sources gave: /healthz and status read it).
+    An operational record copied as landed, like a run log, not a derived fact."""
+    found = con.execute("select count(*) from duckdb_tables() where database_name = 'working' "
+                        "and schema_name = 'raw' and table_name = 'source_health'").fetchone()[0]
+    if not found:
+        return {}
+    con.execute("create schema serving.ops")
+    con.execute("create table serving.ops.source_health as select * exclude (_extracted_at), "
+                "_extracted_at as recorded_at from working.raw.source_health")
+    return {"ops.source_health": con.execute("select count(*) from serving.ops.source_health").fetchone()[0]}
 
 
 def copy_comments(con: duckdb.DuckDBPyConnection, source: str, target: str, tables: list[str],

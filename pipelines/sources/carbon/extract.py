@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from pipelines.sources import base
+from pipelines.sources.faults import Problem, hint_for, main_kind, short_cause
 from pipelines.warehouse.lookups import CARBON_ZONE, required_lookups
 
 from .providers import make_provider
@@ -27,5 +28,31 @@ def extract_carbon(settings: Settings, con: duckdb.DuckDBPyConnection, hours: li
         return {"rows": 0, "zones": zones, "provider": provider.name}
     result = provider.extract(zones, hours, con, clusters=list(clusters or settings.clusters))
     written = base.land(con, result)
+    failures = result.metadata.get("failures", [])
     return {"rows": sum(written.values()), "zones": result.metadata.get("zones", zones), "provider": provider.name,
-            "failures": result.metadata.get("failures", [])}
+            "failures": failures, "problems": carbon_problems(settings, provider.name, zones, failures, hours)}
+
+
+def carbon_problems(settings: Settings, provider: str, zones: list[str], failures: list[dict[str, Any]],
+                    hours: list[datetime]) -> list[Problem]:
+    """At most one Problem for the run: which zones failed how, what the models use instead, what to do."""
+    if not failures:
+        return []
+    kind = main_kind(f.get("kind", "no_data") for f in failures)
+    failed = sorted({f["zone"] for f in failures})
+    missing = sum(int(f.get("hours_missing") or 0) for f in failures if f.get("kind") in ("partial", "no_data"))
+    first = next((f for f in failures if f.get("kind") == kind), failures[0])
+    cause = short_cause(kind, first.get("status"), str(first.get("error") or ""), str(first.get("request") or ""))
+    zone_list = f"{', '.join(failed[:6])}{' …' if len(failed) > 6 else ''}"
+    if kind in ("partial", "no_data"):
+        message = (f"{provider} had no value for {missing} zone-hour(s) of {zone_list}; those hours use the "
+                   "built-in annual zone value (zone_default_intensity)")
+    else:
+        message = (f"{provider}: {cause}; {len(failed)} of {len(zones)} zone(s) ({zone_list}) use the built-in "
+                   "annual zone values (zone_default_intensity)")
+    names = {"url_key": "carbon.base_url", "timeout_key": "carbon.timeout_s", "budget_key": "carbon.time_budget_s",
+             "auth": f"the token in ${settings.carbon.token_env}" if provider == "electricitymaps" else "the URL"}
+    days = sorted({h.date() for h in hours})
+    rerun = f"kubeledger materialize --date {days[-1]}" if len(days) == 1 else \
+        f"kubeledger backfill --start {days[0]} --end {days[-1]}"
+    return [Problem("carbon", kind, message, hint_for(kind, names, rerun), failed)]

@@ -3,6 +3,7 @@ splits a range into provider-sized windows and records each failing window inste
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -14,9 +15,16 @@ import duckdb
 import pandas as pd
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from pipelines.sources.base import ExtractResult
+from pipelines.sources.faults import (
+    DEFAULT_BUDGET_S,
+    Budget,
+    is_source_wide,
+    kind_of_exception,
+    kind_of_status,
+    retry_policy,
+)
 from pipelines.timeutil import hour_floor, naive_utc, normalise_hours, runs_of_hours, utc_now
 
 log = logging.getLogger(__name__)
@@ -43,19 +51,7 @@ class CarbonClient(Protocol):
 
 def session_with_retries(retries: int, backoff_factor: float) -> requests.Session:
     session = requests.Session()
-    retry = Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
-        backoff_factor=backoff_factor,
-        backoff_max=60,
-        status_forcelist=(429, 500, 502, 503, 504),
-        allowed_methods=frozenset({"GET"}),
-        respect_retry_after_header=True,
-        raise_on_status=False,  # the last response is returned so its status and message are recorded
-    )
-    adapter = HTTPAdapter(max_retries=retry)
+    adapter = HTTPAdapter(max_retries=retry_policy(retries, backoff_factor))
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -99,12 +95,14 @@ class HttpCarbonClient:
     json_error = "response is not JSON"
 
     def __init__(self, base_url: str | None, timeout_s: float, verify_tls: bool, retries: int,
-                 backoff_factor: float, session: requests.Session | None) -> None:
+                 backoff_factor: float, session: requests.Session | None, budget_s: float = DEFAULT_BUDGET_S) -> None:
         self.base_url = (base_url or self.default_url).rstrip("/") + "/"
         self.timeout_s = timeout_s
         self.verify_tls = verify_tls
         self.session = session or session_with_retries(retries, backoff_factor)
         self.headers: dict[str, str] = {"Accept": "application/json"}
+        self.budget = Budget(budget_s)
+        self.tripped: str | None = None  # the source-wide failure that stopped this run's requests
 
     @property
     def provider(self) -> str:
@@ -119,33 +117,60 @@ class HttpCarbonClient:
         return extract_with_client(self, zones, hours, con)
 
     def _get(self, params: dict[str, str]) -> requests.Response:
-        # (connect, read) timeouts; verify stays on unless the operator turned it off in settings
+        # (connect, read) timeouts, never far past the source's budget; verify stays on unless the operator
+        # turned it off in settings
+        timeout = self.budget.timeout(self.timeout_s)
         return self.session.get(self.base_url + self.path.lstrip("/"), params=params, headers=self.headers,
-                                timeout=(min(10.0, self.timeout_s), self.timeout_s), verify=self.verify_tls)
+                                timeout=(min(10.0, timeout), timeout), verify=self.verify_tls)
 
-    def failure(self, zone: str, start: datetime, end: datetime, status: int | None, error: str) -> dict[str, Any]:
-        log.warning("%s %s [%s, %s): %s %s", self.name, zone, iso(start), iso(end), status, error)
-        return {"provider": self.name, "zone": zone, "start": start, "end": end,
-                "request": self.base_url + self.path, "status": status, "error": error}
+    def failure(self, zone: str, start: datetime, end: datetime, status: int | None, error: str,
+                kind: str = "no_data") -> dict[str, Any]:
+        """A failing zone-window as a JSON-safe record; in the log file only (the asset prints one summary)."""
+        log.info("%s %s [%s, %s): %s %s", self.name, zone, iso(start), iso(end), status, error)
+        return {"provider": self.name, "zone": zone, "start": iso(start), "end": iso(end),
+                "request": self.base_url + self.path, "status": status, "kind": kind, "error": error}
+
+    def _refused(self, zone: str, w_start: datetime, w_end: datetime) -> dict[str, Any] | None:
+        """A failure record instead of a request when the source already failed as a whole or ran out of time."""
+        if self.tripped:
+            return self.failure(zone, w_start, w_end, None, f"not requested: {self.tripped}", "skipped")
+        if self.budget.spent():
+            return self.failure(zone, w_start, w_end, None,
+                                f"not requested: the {self.budget.seconds:g} s budget was spent", "budget")
+        return None
+
+    def _failed(self, record: dict[str, Any]) -> dict[str, Any]:
+        if is_source_wide(record["kind"]) and not self.tripped:
+            self.tripped = f"{self.name} failed earlier in this run ({record['kind']}: {record['error'][:200]})"
+        return record
 
     def fetch_windows(self, zone: str, start: datetime, end: datetime, out: ZoneFetch,
                       params: Callable[[datetime, datetime], dict[str, str]]) -> Iterator[tuple[datetime, datetime, Any]]:
         """(window start, window end, parsed JSON body) per ≤ 10-day window of [start, end) that answered 200
         with JSON; every other window is appended to `out.failures` and skipped."""
         for w_start, w_end in windows(naive_utc(start), naive_utc(end), MAX_WINDOW):
+            refused = self._refused(zone, w_start, w_end)
+            if refused:
+                out.failures.append(refused)
+                continue
             out.requests += 1
             try:
                 resp = self._get(params(w_start, w_end))
+                text = resp.text  # read here: a body cut off mid-way raises now, not in the parser
             except requests.RequestException as exc:
-                out.failures.append(self.failure(zone, w_start, w_end, None, f"{type(exc).__name__}: {exc}"))
+                out.failures.append(self._failed(self.failure(zone, w_start, w_end, None,
+                                                              f"{type(exc).__name__}: {exc}",
+                                                              kind_of_exception(exc))))
                 continue
             if resp.status_code != 200:
-                out.failures.append(self.failure(zone, w_start, w_end, resp.status_code, error_message(resp)))
+                out.failures.append(self._failed(self.failure(zone, w_start, w_end, resp.status_code,
+                                                              error_message(resp),
+                                                              kind_of_status(resp.status_code))))
                 continue
             try:
-                body = resp.json()
+                body = json.loads(text)
             except ValueError:
-                out.failures.append(self.failure(zone, w_start, w_end, 200, self.json_error))
+                out.failures.append(self.failure(zone, w_start, w_end, 200, self.json_error, "not_json"))
                 continue
             yield w_start, w_end, body
 
@@ -175,6 +200,19 @@ def _cached_hours(con: duckdb.DuckDBPyConnection, provider: str, zones: list[str
     return {(z, ts) for z, ts in rows}
 
 
+def _missing_hours(provider: str, zone: str, start: datetime, end: datetime,
+                   rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A record of the hours an answered window left without a value (the models fall back for those hours)."""
+    have = {r["hour_ts"] for r in rows if r["carbon_intensity_g_per_kwh"] is not None}
+    wanted = int((end - start) / timedelta(hours=1))
+    missing = wanted - len(have)
+    if missing <= 0:
+        return []
+    kind = "no_data" if not have else "partial"
+    return [{"provider": provider, "zone": zone, "start": iso(start), "end": iso(end), "status": 200, "kind": kind,
+             "error": f"no value for {missing} of {wanted} hours", "hours_missing": missing}]
+
+
 def extract_with_client(client: CarbonClient, zones: list[str], hours: list[datetime],
                         con: duckdb.DuckDBPyConnection | None = None, *, now: datetime | None = None) -> ExtractResult:
     """Rows for raw.carbon_intensity_hours for `zones` x `hours` (hour starts, UTC) from an API client.
@@ -193,6 +231,8 @@ def extract_with_client(client: CarbonClient, zones: list[str], hours: list[date
     failures: list[dict[str, Any]] = []
     n_requests = 0
     skipped = 0
+    if isinstance(client, HttpCarbonClient):
+        client.budget = Budget(client.budget.seconds)  # the budget counts from the start of this extract
     for zone in zones:
         needed = [h for h in want if (zone, h) not in cached or h >= refresh_from]
         skipped += len(want) - len(needed)
@@ -202,7 +242,10 @@ def extract_with_client(client: CarbonClient, zones: list[str], hours: list[date
             n_requests += fetched.requests
             failures.extend(fetched.failures)
             # keep only asked-for hours so a cached hour outside the runs is never overwritten
-            rows.extend(r for r in fetched.rows if r["zone"] == zone and r["hour_ts"] in needed_set)
+            kept = [r for r in fetched.rows if r["zone"] == zone and r["hour_ts"] in needed_set]
+            rows.extend(kept)
+            if not fetched.failures:
+                failures.extend(_missing_hours(client.provider, zone, run_start, run_end, kept))
 
     frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else empty_frame()
     if rows:

@@ -74,7 +74,7 @@ class WattnetClient(HttpCarbonClient):
     def __init__(self, settings: CarbonSettings, *, retries: int = 4, backoff_factor: float = 1.0,
                  session: requests.Session | None = None, zone_map: dict[str, str] | None = None) -> None:
         super().__init__(settings.base_url, settings.timeout_s, settings.verify_tls, retries, backoff_factor,
-                         session)
+                         session, settings.time_budget_s)
         self.to_em = zone_map if zone_map is not None else load_wattnet_zone_map()
         self.from_em = {em: w for w, em in self.to_em.items()}
         self.direct = settings.emission_factor_type == "direct"
@@ -99,19 +99,33 @@ class WattnetClient(HttpCarbonClient):
         # quarter start -> (value, estimated, method); the later series wins for a repeated quarter
         quarters: dict[datetime, Quarter] = {}
         for w_start, w_end, footprints in self.fetch_windows(zone, start, end, out, params):
-            for fp in footprints if isinstance(footprints, list) else [footprints]:
-                for series in fp.get("series") or []:
-                    status = series.get("zone_status") or "complete"
-                    # preview (or any non-complete, invalid) data is provisional: flag it like an estimate
-                    estimated = status != "complete" or series.get("valid") is False
-                    for ts_raw, value in series.get("values") or []:
-                        ts = parse_ts(ts_raw)
-                        q = ts.replace(minute=ts.minute - ts.minute % 15, second=0, microsecond=0)
-                        if w_start <= q < w_end:
-                            quarters[q] = (None if value is None else float(value), estimated,
-                                           None if status == "complete" else status)
+            try:
+                quarters.update(self._quarters(w_start, w_end, footprints))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                out.failures.append(self.failure(zone, w_start, w_end, 200,
+                                                 f"unexpected answer shape: {type(exc).__name__}: {exc}",
+                                                 "wrong_shape"))
         out.rows = self._hourly(zone, quarters)
         return out
+
+    @staticmethod
+    def _quarters(w_start: datetime, w_end: datetime, footprints: Any) -> dict[datetime, Quarter]:
+        """One window's quarters; raises on an answer of the wrong shape (the caller records the window)."""
+        quarters: dict[datetime, Quarter] = {}
+        for fp in footprints if isinstance(footprints, list) else [footprints]:
+            if not isinstance(fp, dict) or "series" not in fp or not isinstance(fp["series"] or [], list):
+                raise TypeError(f"a footprint is {type(fp).__name__}, not an object with a series list")
+            for series in fp.get("series") or []:
+                status = series.get("zone_status") or "complete"
+                # preview (or any non-complete, invalid) data is provisional: flag it like an estimate
+                estimated = status != "complete" or series.get("valid") is False
+                for ts_raw, value in series.get("values") or []:
+                    ts = parse_ts(ts_raw)
+                    q = ts.replace(minute=ts.minute - ts.minute % 15, second=0, microsecond=0)
+                    if w_start <= q < w_end:
+                        quarters[q] = (None if value is None else float(value), estimated,
+                                       None if status == "complete" else status)
+        return quarters
 
     def _hourly(self, zone: str, quarters: dict[datetime, Quarter]) -> list[dict[str, Any]]:
         by_hour: dict[datetime, list[Quarter]] = {}
