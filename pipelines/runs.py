@@ -115,13 +115,23 @@ def error_line(message: str) -> str:
     return first[:300]
 
 
+def user_error(error: Any) -> Any:
+    """The error a user can act on: Dagster wraps the source's own exception (SourceError: "cluster prod: cannot
+    reach Prometheus at ...") in "Error occurred while executing op"; take the cause then."""
+    while error is not None and getattr(error, "cause", None) is not None and (
+            "DagsterExecutionStepExecutionError" in (getattr(error, "cls_name", "") or "")
+            or "Error occurred while executing" in (error.message or "")):
+        error = error.cause
+    return error
+
+
 def _failure_line(job_name: str, result: Any) -> str:
     """One line: the failed step and its error, the checks that failed, and whether anything was published."""
     parts = []
     published = False
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
-            error = event.step_failure_data.error
+            error = user_error(event.step_failure_data.error)
             parts.append(f"step {event.step_key}: {error_line(error.message if error else '')}")
         elif event.event_type_value == "STEP_SUCCESS" and (event.step_key or "").startswith("serving"):
             published = True
@@ -132,4 +142,6 @@ def _failure_line(job_name: str, result: Any) -> str:
                      + ", ".join(f"{c.asset_key.to_user_string()} {c.check_name}" for c in failed[:5]))
     if job_name == "daily_warehouse" and not published:
         parts.append("nothing was published (the serving copy is unchanged)")
+    elif job_name == "extract_hourly" and parts:
+        parts.append("the day was not built or published; re-run it once the source answers")
     return f"job {job_name} failed" + (f": {'; '.join(parts)}" if parts else "")

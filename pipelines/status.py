@@ -121,7 +121,9 @@ def last_runs(settings: Settings) -> list[RunInfo] | None:
                     info.checks_failed.append(f"{evaluation.asset_key.to_user_string()} {evaluation.check_name}")
         if run.status != dg.DagsterRunStatus.SUCCESS:
             for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-                error = entry.dagster_event.step_failure_data.error
+                from pipelines.runs import user_error
+
+                error = user_error(entry.dagster_event.step_failure_data.error)
                 lines = (error.message if error else "").strip().splitlines()
                 info.failure = f"step {entry.dagster_event.step_key}: {lines[0][:200] if lines else 'failed'}"
                 break

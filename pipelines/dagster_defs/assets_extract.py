@@ -17,7 +17,7 @@ from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, ru
 from pipelines.sources.boavizta import extract_boavizta_impacts
 from pipelines.sources.carbon.extract import extract_carbon
 from pipelines.sources.kubernetes import extract_kubernetes
-from pipelines.sources.metrics import extract_metrics
+from pipelines.sources.metrics import extract_metrics, metrics_problems
 from pipelines.sources.pricing import PRICE_TABLES, load_pricing
 from pipelines.timeutil import hours_between
 from pipelines.warehouse.landing import METRICS_TABLES
@@ -69,7 +69,10 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
     """Prometheus (cAdvisor + kube-state-metrics) or demo metrics for every cluster and hour of the run."""
     hours = _hours(context)
     with kubeledger.connect() as con:
-        summary = extract_metrics(kubeledger.settings, con, hours, run_clusters(context, kubeledger.settings))
+        clusters = run_clusters(context, kubeledger.settings)
+        summary = extract_metrics(kubeledger.settings, con, hours, clusters)
+        for day, problems in metrics_problems(con, [c.name for c in clusters], _days(hours)).items():
+            report_health(context, con, "prometheus", [day], problems)
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from pipelines.timeutil import chunks
+from pipelines.timeutil import chunks, utc_now
+from pipelines.warehouse.source_health import Problem
 
 from . import base
 
@@ -69,3 +70,31 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
         summary["clusters"][cluster.name] = rows
         summary["rows"] += rows
     return summary
+
+
+def metrics_problems(con: duckdb.DuckDBPyConnection, clusters: list[str], days: list[date],
+                     now: datetime | None = None) -> dict[date, list[Problem]]:
+    """Per finished day of the run: a 'partial' Problem for each cluster with hours but not all 24 in
+    raw.node_hours (a day still running says nothing). The models charge only the hours with samples; the hour
+    coverage in fct_cluster_daily gates publishing (quality.min_hour_coverage; docs/METHOD.md A18.1)."""
+    today = utc_now(now).date()
+    done = [d for d in days if d < today]
+    if not done or not clusters:
+        return {}
+    landed = dict(((c, d), n) for c, d, n in con.execute(
+        "select cluster, cast(hour_ts as date), count(distinct hour_ts) from raw.node_hours "
+        "where cluster in (select unnest(?)) and hour_ts >= ? and hour_ts < ? group by 1, 2",
+        [clusters, min(done), max(done) + timedelta(days=1)]).fetchall())
+    out: dict[date, list[Problem]] = {}
+    for day in done:
+        out[day] = []
+        for cluster in clusters:
+            n = landed.get((cluster, day), 0)
+            if n < 24:
+                out[day].append(Problem(
+                    "prometheus", "partial",
+                    f"{24 - n} of 24 hours have no samples; the day's hour coverage is {n / 24:.0%} and nothing "
+                    "is allocated or charged for those hours",
+                    "check Prometheus' retention and scrape health for those hours, then re-run the day "
+                    f"(kubeledger materialize --date {day})", [], cluster=cluster))
+    return out
