@@ -47,6 +47,9 @@ def _scalar(value: Any) -> tuple[bool, Any]:
         return True, value
     if isinstance(value, float):
         return True, _float(value)
+    module = type(value).__module__.split(".")[0]
+    if module in ("numpy", "pandas"):  # before datetime: pd.Timestamp and pd.NaT are datetimes
+        return _numpy_pandas(value)
     if isinstance(value, datetime):  # before date: a datetime is a date
         return True, _iso(value)
     if isinstance(value, date):
@@ -61,9 +64,6 @@ def _scalar(value: Any) -> tuple[bool, Any]:
         return True, bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, PurePath):
         return True, str(value)
-    module = type(value).__module__.split(".")[0]
-    if module in ("numpy", "pandas"):
-        return _numpy_pandas(value)
     return False, None
 
 
