@@ -20,6 +20,7 @@ from typing import Any
 
 from pipelines import PROJECT_ROOT
 from pipelines.days import DateError, check_range, format_ranges, newest_day, raw_hours, record_first_day
+from pipelines.demo_faults import DEMO_FAULTS, with_fault
 from pipelines.report.cli import add_report_parser, cmd_report, report_path_for
 from pipelines.runs import RunFailed, error_line, materialize_days
 from pipelines.settings import Settings, SettingsError, load_settings
@@ -102,6 +103,7 @@ def _cluster_label(settings: Settings, cluster: str | None) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> int:
+    settings = with_fault(settings, args.fault)
     day = args.date or newest_day()
     check_range(settings, day, day, flags=("--date", "--date"))
 
@@ -110,6 +112,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings, argv: list[str]) -> i
         session.reporter.echo(f"done in {session.elapsed():.1f} s")
         print_top_namespaces(settings, day, echo=session.reporter.echo)
         session.reporter.echo(f"report: {report_path_for(settings, day)}")
+        if args.fault:
+            session.reporter.echo(f"fault {args.fault}: see `kubeledger status` for the degraded source; rows that "
+                                  "used a fallback are marked '*' above and carry its reason code")
 
     return _work(args, settings, argv, f"kubeledger demo: materialising {day} for cluster(s) "
                                        f"{_cluster_label(settings, None)}", body)
@@ -302,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="materialise a demo day end to end and print the top-10 namespaces")
     demo.add_argument("--date", type=_parse_date, help="day to materialise, YYYY-MM-DD (default: yesterday, UTC)")
+    demo.add_argument("--fault", choices=sorted(DEMO_FAULTS),
+                      help="run the demo day with one enrichment source down, to see a degraded day")
     _common(demo)
     mat = sub.add_parser("materialize", help="extract, build, check and publish one day")
     mat.add_argument("--date", type=_parse_date, required=True, help=day_help)

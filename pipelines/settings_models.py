@@ -59,6 +59,7 @@ class KubernetesSettings:
     host: str | None = None  # explicit API URL (tests, proxies)
     verify_tls: bool = True
     page_size: int = 500
+    timeout_s: float = 120.0  # read timeout of one list call
     # hours older than this are not snapshotted (the API only knows "now"); raise it to let a run of yesterday
     # take the current snapshot for its late hours
     snapshot_reach_hours: float = 2.0

@@ -120,6 +120,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "clusters[].prometheus.scrape_interval_s": NumberRange(1, 3600, what="seconds"),
     "clusters[].prometheus.max_concurrency": NumberRange(1, 64, integer=True, what="parallel queries"),
     "clusters[].kubernetes.page_size": NumberRange(1, 10_000, integer=True, what="objects per list call"),
+    "clusters[].kubernetes.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
     "clusters[].kubernetes.snapshot_reach_hours": NumberRange(0, 72, what="hours"),
     "carbon.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
     "boavizta.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),

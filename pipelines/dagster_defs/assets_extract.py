@@ -72,7 +72,7 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
         clusters = run_clusters(context, kubeledger.settings)
         summary = extract_metrics(kubeledger.settings, con, hours, clusters)
         for day, problems in metrics_problems(con, [c.name for c in clusters], _days(hours)).items():
-            report_health(context, con, "prometheus", [day], problems)
+            report_health(context, con, "metrics", [day], problems)
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:

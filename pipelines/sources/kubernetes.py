@@ -313,7 +313,9 @@ def build_api_client(cluster: ClusterSettings) -> client.ApiClient:
     configuration.verify_ssl = bool(k.verify_tls and configuration.verify_ssl)
     # urllib3 would otherwise sleep through 429/503 Retry-After itself (hidden, unbounded by us); keep its
     # connect/read retries and let _list_all own throttling.
-    configuration.retries = urllib3.util.Retry(total=3, status=0, respect_retry_after_header=False,
+    # connect errors retried 3 times, a read timeout once: an apiserver that accepts and never answers costs two
+    # timeouts (clusters[].kubernetes.timeout_s), then the cluster's hours fall back
+    configuration.retries = urllib3.util.Retry(total=3, read=1, status=0, respect_retry_after_header=False,
                                                raise_on_status=False)
     return client.ApiClient(configuration)
 
@@ -332,10 +334,24 @@ def _status_message(exc: ApiException) -> str:
 def _retry_after(exc: ApiException, attempt: int) -> float:
     raw = (exc.headers or {}).get("Retry-After")
     try:
-        wait = float(raw) if raw is not None else 2.0 ** attempt
+        wait = float(raw) if raw is not None else min(2.0 ** (attempt - 1), 8.0)
     except ValueError:
-        wait = 2.0 ** attempt
+        wait = min(2.0 ** (attempt - 1), 8.0)
     return min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _list_body(cluster: str, spec: _Kind, data: bytes) -> dict[str, Any]:
+    """A list answer's JSON; an HTML page from a proxy, a cut-off body or JSON without `items` is a SourceError
+    (an empty `items` list is a real answer, an absent one is not)."""
+    try:
+        body = json.loads(data)
+    except ValueError as exc:
+        raise SourceError(f"cluster {cluster}: GET {spec.path} answered something that is not JSON "
+                          f"({data[:60]!r}…): {exc}") from exc
+    if not isinstance(body, dict) or "items" not in body:
+        raise SourceError(f"cluster {cluster}: GET {spec.path} answered JSON of an unexpected shape "
+                          f"(no `items`): {str(body)[:120]}")
+    return body
 
 
 class _KindUnavailable(Exception):
@@ -346,7 +362,7 @@ class _KindUnavailable(Exception):
 
 
 def _list_all(cluster: str, list_fn: Callable[..., Any], spec: _Kind, page_size: int,
-              stats: dict[str, Any]) -> list[dict[str, Any]]:
+              stats: dict[str, Any], timeout: tuple[float, float] = REQUEST_TIMEOUT_S) -> list[dict[str, Any]]:
     """All items of one kind, page by page; an expired continue token restarts the list once."""
     restarted = False
     throttled = 0
@@ -357,7 +373,7 @@ def _list_all(cluster: str, list_fn: Callable[..., Any], spec: _Kind, page_size:
             while True:
                 try:
                     kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False,
-                                              "_request_timeout": REQUEST_TIMEOUT_S}
+                                              "_request_timeout": timeout}
                     if token:
                         kwargs["_continue"] = token
                     resp = list_fn(**kwargs)
@@ -370,7 +386,7 @@ def _list_all(cluster: str, list_fn: Callable[..., Any], spec: _Kind, page_size:
                         continue  # same page, same token
                     raise
                 stats["pages"] = stats.get("pages", 0) + 1
-                body = json.loads(resp.data)
+                body = _list_body(cluster, spec, resp.data)
                 items.extend(body.get("items") or [])
                 meta = body.get("metadata") or {}
                 stats["resourceVersion"] = meta.get("resourceVersion")
@@ -418,7 +434,8 @@ def extract_kubernetes_snapshot(
             requests[spec.kind] = stats
             list_fn = getattr(apis[spec.api], spec.method)
             try:
-                items = _list_all(cluster.name, list_fn, spec, page_size, stats)
+                timeout = (min(10.0, cluster.kubernetes.timeout_s), cluster.kubernetes.timeout_s)
+                items = _list_all(cluster.name, list_fn, spec, page_size, stats, timeout)
             except _KindUnavailable as exc:
                 hint = f" ({spec.rbac_hint()})" if exc.status == 403 else ""
                 warnings.append(f"cluster {cluster.name}: skipped {spec.kind}: GET {spec.path} "
@@ -500,6 +517,10 @@ def _problem(cluster: ClusterSettings, exc: SourceError, missed: list[datetime])
     cause = exc.__cause__
     if isinstance(cause, ApiException) and cause.status:
         kind = kind_of_status(int(cause.status))
+    elif "not JSON" in str(exc):
+        kind = "not_json"
+    elif "unexpected shape" in str(exc):
+        kind = "wrong_shape"
     elif "every kind was refused" in str(exc):
         kind = "http_403"
     elif "credentials" in str(exc):

@@ -92,7 +92,7 @@ def metrics_problems(con: duckdb.DuckDBPyConnection, clusters: list[str], days: 
             n = landed.get((cluster, day), 0)
             if n < 24:
                 out[day].append(Problem(
-                    "prometheus", "partial",
+                    "metrics", "partial",
                     f"{24 - n} of 24 hours have no samples; the day's hour coverage is {n / 24:.0%} and nothing "
                     "is allocated or charged for those hours",
                     "check Prometheus' retention and scrape health for those hours, then re-run the day "

@@ -19,7 +19,7 @@ from pipelines.jsonsafe import json_text
 from pipelines.warehouse.landing import replace_partitions
 
 TABLE = "source_health"
-SOURCES = ("prometheus", "kubernetes", "carbon", "boavizta", "pricing")
+SOURCES = ("metrics", "kubernetes", "carbon", "boavizta", "pricing")  # metrics: Prometheus or the demo
 CURRENT = "current"  # the scope of sources that are not per day (price files)
 @dataclass
 class Problem:
