@@ -260,18 +260,19 @@ def extract_boavizta_impacts(settings: Settings, con: duckdb.DuckDBPyConnection)
 
 def boavizta_problems(settings: Settings, keys: list[tuple[str, str]], failures: list[dict[str, Any]],
                       not_found: list[str]) -> list[Problem]:
-    """At most one Problem: the instance types whose embodied impacts fell back, why, and what to do."""
-    if not failures and not not_found:
+    """At most one Problem: the instance types whose call failed, why, and what to do. An instance type Boavizta
+    answers 404 for is not a failure (it is not in its catalogue: cached, flagged unknown_instance_type /
+    embodied_fallback on its rows, like a zone without hourly data)."""
+    if not failures:
         return []
-    kinds = [f.get("kind", "connection_error") for f in failures] + ["http_404"] * len(not_found)
-    kind = main_kind(kinds)
-    affected = sorted({f"{f['provider']}/{f['instance_type']}" for f in failures} | set(not_found))
-    first = next((f for f in failures if f.get("kind") == kind), failures[0] if failures else None)
-    cause = short_cause(kind, None, str(first["error"]), str(first["request"])) if first else "not in its catalogue"
+    kind = main_kind(f.get("kind", "connection_error") for f in failures)
+    affected = sorted({f"{f['provider']}/{f['instance_type']}" for f in failures})
+    first = next((f for f in failures if f.get("kind") == kind), failures[0])
+    cause = short_cause(kind, None, str(first["error"]), str(first["request"]))
     message = (f"Boavizta API: {cause}; {len(affected)} of {len(keys)} instance type(s) "
                f"({', '.join(affected[:6])}{' …' if len(affected) > 6 else ''}) use the bundled embodied profiles "
                "(embodied_fallback)")
     names = {"url_key": "boavizta.url", "timeout_key": "boavizta.timeout_s", "budget_key": "boavizta.time_budget_s",
              "auth": "the URL"}
-    rerun = "" if kind in ("http_404", "no_data") else "kubeledger materialize --date <day>"
-    return [Problem("boavizta", kind, message, hint_for(kind, names, rerun), affected)]
+    return [Problem("boavizta", kind, message, hint_for(kind, names, "kubeledger materialize --date <day>"),
+                    affected)]
