@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
+
 from pipelines.settings import ClusterSettings
 from pipelines.sources.base import COVERAGE_TABLE, ExtractResult, SourceError
 from pipelines.sources.prometheus.assemble_cluster import ClusterFrames
@@ -114,5 +116,20 @@ def extract_prometheus_hours(
         "absent_series": {m: [h.isoformat() for h in hs] for m, hs in sorted(absent.items())},
         "absent_warnings": absent_warnings,
     })
-    return ExtractResult(batches=batches, partitions=[{"cluster": cluster.name, "hour_ts": h} for h in hours_n],
-                         metadata=meta)
+    answered = _answered_hours(batches, hours_n)
+    if len(answered) < len(hours_n):
+        # an hour without a single node sample replaces nothing: a re-run against a Prometheus that has since lost
+        # hours (retention, an outage) keeps what was landed then instead of deleting it
+        batches = {t: f[f["hour_ts"].isin(answered)] if "hour_ts" in f.columns else f for t, f in batches.items()}
+        meta["hours_without_samples"] = [h.isoformat() for h in hours_n if h not in answered]
+    return ExtractResult(batches=batches, partitions=[{"cluster": cluster.name, "hour_ts": h} for h in hours_n
+                                                      if h in answered], metadata=meta)
+
+
+def _answered_hours(batches: dict[str, Any], hours: list[datetime]) -> set[datetime]:
+    """The hours with at least one node sample (all of them when there is no node table to tell)."""
+    nodes = batches.get("node_hours")
+    if nodes is None or "hour_ts" not in nodes.columns:
+        return set(hours)
+    present = {pd.Timestamp(t).to_pydatetime() for t in nodes["hour_ts"].unique()}
+    return {h for h in hours if h in present}
