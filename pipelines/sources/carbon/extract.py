@@ -29,12 +29,23 @@ def extract_carbon(settings: Settings, con: duckdb.DuckDBPyConnection, hours: li
     result = provider.extract(zones, hours, con, clusters=list(clusters or settings.clusters))
     written = base.land(con, result)
     failures = result.metadata.get("failures", [])
+    kept = _kept_hours(con, provider.name, sorted({f["zone"] for f in failures}), hours) if failures else 0
     return {"rows": sum(written.values()), "zones": result.metadata.get("zones", zones), "provider": provider.name,
-            "failures": failures, "problems": carbon_problems(settings, provider.name, zones, failures, hours)}
+            "failures": failures,
+            "problems": carbon_problems(settings, provider.name, zones, failures, hours, kept)}
+
+
+def _kept_hours(con: duckdb.DuckDBPyConnection, provider: str, zones: list[str], hours: list[datetime]) -> int:
+    """Zone-hours of the failed zones that still have a value landed by an earlier run (a refresh that failed
+    keeps it; only hours without one fall back)."""
+    return con.execute(
+        "select count(*) from raw.carbon_intensity_hours where provider = ? and zone in (select unnest(?)) "
+        "and hour_ts >= ? and hour_ts <= ? and carbon_intensity_g_per_kwh is not null",
+        [provider, zones, min(hours), max(hours)]).fetchone()[0]
 
 
 def carbon_problems(settings: Settings, provider: str, zones: list[str], failures: list[dict[str, Any]],
-                    hours: list[datetime]) -> list[Problem]:
+                    hours: list[datetime], kept: int = 0) -> list[Problem]:
     """At most one Problem for the run: which zones failed how, what the models use instead, what to do."""
     if not failures:
         return []
@@ -50,6 +61,8 @@ def carbon_problems(settings: Settings, provider: str, zones: list[str], failure
     else:
         message = (f"{provider}: {cause}; {len(failed)} of {len(zones)} zone(s) ({zone_list}) use the built-in "
                    "annual zone values (zone_default_intensity)")
+    if kept:
+        message += f", except {kept} zone-hour(s) that keep the value landed by an earlier run"
     names = {"url_key": "carbon.base_url", "timeout_key": "carbon.timeout_s", "budget_key": "carbon.time_budget_s",
              "auth": f"the token in ${settings.carbon.token_env}" if provider == "electricitymaps" else "the URL"}
     days = sorted({h.date() for h in hours})
