@@ -1,0 +1,116 @@
+"""The fault matrix's shared state: the enrichment sources on real HTTP stand-ins behind fault-injecting proxies,
+and ONE warm workdir per worker (a published demo day, a warm Dagster instance, the seeds loaded) that each test
+copies before running `kubeledger materialize` itself.
+
+Every test in this folder runs the real CLI job (Dagster, dbt, checks, publish) because the faults it covers broke
+only there: the fetch functions' own tests passed while a datetime in the carbon failure records failed the whole
+run at the asset (issue "Never lose a day to an outage").
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.days import newest_day
+from tests.fixtures.boavizta_server import boavizta_url  # noqa: F401 - session fixture
+from tests.fixtures.carbon_standins import (
+    EM_TOKEN,
+    EMState,
+    WattnetState,
+    electricitymaps_standin,
+    wattnet_standin,
+)
+from tests.fixtures.fault_proxy import FaultProxy
+from tests.fixtures.k8s_standin import K8sStandIn
+from tests.fixtures.pipeline_workdir import cli_args, cli_env
+
+DAY: date = newest_day()  # yesterday: inside the providers' refresh window and the snapshot reach
+ZONES = {"BE", "FR", "US-MIDA-PJM"}  # the carbon zones of the 6-node demo cluster
+TIMEOUT_S = 2  # per request, in the faults' configs: a silent server costs seconds, not minutes
+PRICE_SHEET = "provider,region,instance_type,hourly_usd\naws,us-east-1,m5.large,0.0961\n"
+
+
+@dataclass
+class Sources:
+    em: FaultProxy
+    wattnet: FaultProxy
+    boavizta: FaultProxy
+    k8s: FaultProxy
+
+    def all(self) -> list[FaultProxy]:
+        return [self.em, self.wattnet, self.boavizta, self.k8s]
+
+    def clear(self) -> None:
+        for proxy in self.all():
+            proxy.clear()
+
+
+@pytest.fixture(scope="session")
+def sources(boavizta_url: str) -> Iterator[Sources]:  # noqa: F811 - the imported session fixture
+    """Electricity Maps, Wattnet, Boavizta (the real API) and the Kubernetes API, each behind its own proxy."""
+    em_state = EMState(zones=set(ZONES))
+    w_state = WattnetState(zones={"BE", "FR"})
+    with electricitymaps_standin(em_state) as (em_url, _), wattnet_standin(w_state) as (w_url, _), \
+            K8sStandIn() as k8s, FaultProxy(em_url) as em, FaultProxy(w_url) as wattnet, \
+            FaultProxy(boavizta_url) as boavizta, FaultProxy(k8s.url) as k8s_proxy:
+        yield Sources(em=em, wattnet=wattnet, boavizta=boavizta, k8s=k8s_proxy)
+
+
+def config_text(sources: Sources, carbon: str = "electricitymaps") -> str:
+    carbon_url = sources.em.url if carbon == "electricitymaps" else sources.wattnet.url
+    return f"""
+warehouse: {{path: wh/kubeledger.duckdb, serving_path: wh/serving.duckdb, parquet_path: wh/parquet}}
+clusters:
+  - name: demo
+    source: demo
+    demo: {{nodes: 6, pods_per_node: 4}}
+    kubernetes: {{enabled: true, host: "{sources.k8s.url}", timeout_s: {TIMEOUT_S}, snapshot_reach_hours: 48}}
+carbon: {{provider: {carbon}, base_url: "{carbon_url}", token_env: FAULTS_EM_TOKEN, timeout_s: {TIMEOUT_S},
+          time_budget_s: 60}}
+boavizta: {{url: "{sources.boavizta.url}", timeout_s: {TIMEOUT_S}, time_budget_s: 60}}
+pricing: {{instance_sheet: prices.csv}}
+"""
+
+
+def materialize(workdir: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cli_args(workdir, "materialize", "--date", DAY.isoformat()), cwd=workdir,
+                          env=cli_env(FAULTS_EM_TOKEN=EM_TOKEN), capture_output=True, text=True, timeout=timeout)
+
+
+def query(path: Path, sql: str, params: list | None = None) -> list[tuple]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="session")
+def warm_template(sources: Sources, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The day built once with every source answering: the warm instance and seeds every test copies.
+    Its warehouse is also the no-fault run the faulted runs are compared with."""
+    wd = tmp_path_factory.mktemp("faults-template")
+    (wd / "kubeledger.yaml").write_text(config_text(sources))
+    (wd / "prices.csv").write_text(PRICE_SHEET)
+    proc = materialize(wd)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return wd
+
+
+@pytest.fixture
+def workdir(warm_template: Path, tmp_path: Path, sources: Sources) -> Iterator[Path]:
+    """A copy of the warm template; the proxies are healthy again afterwards."""
+    target = tmp_path / "wd"
+    shutil.copytree(warm_template, target)
+    try:
+        yield target
+    finally:
+        sources.clear()
