@@ -8,8 +8,9 @@ head". Creation, migration and the release of orphaned runs now happen under an 
 
 Storage: SQLite files under DAGSTER_HOME by default; PostgreSQL in production (`dagster.storage: postgres`, the
 URL in the environment variable `dagster.postgres_url_env` names). The instance file is copied from
-`dagster_home/dagster.yaml` or `dagster_home/dagster.postgres.yaml`. Runs past `warehouse.raw_retention_days` are
-deleted after a good publish (`prune_runs`), so the run storage stays bounded.
+`dagster_home/dagster.yaml` or `dagster_home/dagster.postgres.yaml`. After a good publish, runs are compacted after
+a week and deleted past `warehouse.raw_retention_days` (`prune_runs`, run_retention.py), so the storage stays
+bounded.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import re
 import socket
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from datetime import UTC, datetime, timedelta
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +29,10 @@ from urllib.parse import urlsplit
 import yaml
 
 from pipelines import PROJECT_ROOT
+from pipelines.dagster_defs.run_retention import PRUNE_BATCH as PRUNE_BATCH  # re-exported
+from pipelines.dagster_defs.run_retention import (
+    prune_runs as prune_runs,  # re-exported (run retention lives there)
+)
 from pipelines.settings import Settings
 
 RUN_PID_TAG = "kubeledger/pid"
@@ -286,86 +290,3 @@ def release_orphaned_runs(instance, log=print) -> list[str]:
     if released:
         log(f"  released {len(released)} run(s) left by a killed kubeledger process: {', '.join(released)}")
     return released
-
-
-PRUNE_BATCH = 200  # runs deleted per call at most: a publish never waits long; the next one continues
-
-
-def prune_runs(instance: Any, keep_days: int, *, limit: int = PRUNE_BATCH, now: datetime | None = None,
-               log: Callable[[str], Any] | None = None) -> list[str]:
-    """Delete finished runs created more than `keep_days` ago (with their event logs), oldest first, at most
-    `limit` per call; returns the deleted run ids.
-
-    A run that holds the latest materialisation of a day's partition (marts and serving, kept indefinitely) is
-    kept: deleting it would make Dagster show that built day as missing. Its rebuilds, failed runs and the hourly
-    extract runs (whose raw rows `warehouse.raw_retention_days` prunes) go. With SQLite storage the run's event
-    file goes too."""
-    import dagster as dg
-    from dagster._core.storage.dagster_run import FINISHED_STATUSES
-
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
-    deleted: list[str] = []
-    cursor = None  # the last kept run: deleted runs drop out of the next page by themselves
-    examined = 0
-    while len(deleted) < limit and examined < 10 * limit:  # bounded even when most old runs are kept
-        records = instance.get_run_records(
-            filters=dg.RunsFilter(statuses=list(FINISHED_STATUSES), created_before=cutoff),
-            limit=limit, ascending=True, cursor=cursor)
-        if not records:
-            break
-        for record in records:
-            run_id = record.dagster_run.run_id
-            examined += 1
-            if _holds_latest_day(instance, run_id):
-                cursor = run_id
-                continue
-            instance.delete_run(run_id)
-            _drop_sqlite_shard(instance, run_id)
-            deleted.append(run_id)
-            if len(deleted) >= limit:
-                break
-        if len(records) < limit:
-            break
-    if deleted and log:
-        log(f"  pruned {len(deleted)} Dagster run(s) older than {keep_days} days")
-    return deleted
-
-
-def _is_day_key(partition: str | None) -> bool:
-    return bool(partition) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", partition or "") is not None
-
-
-def _holds_latest_day(instance: Any, run_id: str) -> bool:
-    """Whether a daily partition this run materialised has no later materialisation."""
-    import dagster as dg
-
-    materialised = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
-    seen: set[tuple[Any, str]] = set()
-    for record in materialised:
-        event = record.event_log_entry.dagster_event
-        if event is None or event.asset_key is None or not _is_day_key(event.partition):
-            continue
-        if (event.asset_key, event.partition) in seen:
-            continue
-        seen.add((event.asset_key, event.partition))
-        # compared by run id: storage ids are per file with SQLite (one events file per run plus an index)
-        latest = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=event.asset_key, asset_partitions=[event.partition]),
-            limit=1, ascending=False).records
-        if latest and latest[0].run_id == run_id:
-            return True
-    return False
-
-
-def _drop_sqlite_shard(instance: Any, run_id: str) -> None:
-    """SQLite keeps one events file per run, emptied but not removed by delete_run: remove it."""
-    storage = instance.event_log_storage
-    path_for_shard = getattr(storage, "path_for_shard", None)
-    if path_for_shard is None:
-        return
-    base = path_for_shard(run_id)
-    for suffix in ("", "-wal", "-shm"):
-        with suppress(FileNotFoundError):
-            os.unlink(base + suffix)
-    getattr(storage, "_initialized_dbs", set()).discard(run_id)
-
