@@ -76,13 +76,16 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
     for key in METRICS_KEYS:
-        yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata({
-            "rows": summary["tables"].get(key[1], 0), "hours": len(hours), "promql_queries": summary["queries"],
-            "rows_per_cluster": (summary["clusters"]),
-            "warnings": (summary["warnings"][:50]),
-            # {cluster: {metric: [hours]}}: optional series checked and not found (the warnings name the needed ones)
-            "absent_series": (summary["absent_series"]),
-        }))
+        metadata: dict = {"rows": summary["tables"].get(key[1], 0), "hours": len(hours)}
+        if key[1] == "node_hours":
+            # the run's totals once, not on each of the 9 tables: a ranged run stores every entry once per hour
+            metadata |= {
+                "promql_queries": summary["queries"], "rows_per_cluster": summary["clusters"],
+                "warnings": summary["warnings"][:50],
+                # {cluster: {metric: [hours]}}: optional series checked and not found (the warnings name them)
+                "absent_series": summary["absent_series"],
+            }
+        yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata(metadata))
 
 
 @dg.asset(key=["raw", "k8s_objects"], deps=[["raw", "node_hours"]],
@@ -96,8 +99,9 @@ def raw_kubernetes(context: dg.AssetExecutionContext, kubeledger: KubeledgerReso
             report_health(context, con, "kubernetes", sorted(set(summary["days"])), summary["problems"])
     for warning in summary["warnings"][:20]:
         context.log.warning(warning)
-    return dg.MaterializeResult(metadata=safe_metadata({"rows": summary["rows"], "skipped_hours": summary["skipped_hours"],
-                                          "warnings": (summary["warnings"][:50])}))
+    return dg.MaterializeResult(metadata=safe_metadata({
+        "rows": summary["rows"], "skipped_hours": summary["skipped_hours"], "warnings": summary["warnings"][:50],
+    }))
 
 
 @dg.asset(key=["raw", "carbon_intensity_hours"],
