@@ -20,16 +20,38 @@ printf '[sqlfluff:templater:dbt]\ntarget_path = %s\n' "$lint_tmp/target" > "$lin
 KUBELEDGER_WAREHOUSE="$lint_tmp/lint.duckdb" DBT_TARGET_PATH="$lint_tmp/target" DBT_LOG_PATH="$lint_tmp/logs" \
     .venv/bin/sqlfluff lint --config "$lint_tmp/sqlfluff.cfg" dbt_project/models dbt_project/tests
 rm -rf "$lint_tmp"
-# Three groups, so the load tests' and the Spark engine's times show on their own; pytest's exit 5 (no test in a
-# group, e.g. when a single file is given) is not a failure.
+# The pytest groups, one line each: the group's name is its marker, then its pytest options. `main` is every test
+# no other group's marker takes. -n 2 runs a group on two pytest-xdist workers (each with its own ports, temp dirs
+# and DAGSTER_HOME, tests/conftest.py); --dist loadscope keeps a module (and its module fixtures, which run the
+# pipeline) on one worker: in the spark group the equivalence module (one in-process JVM) and the SIGKILL module
+# (CLI runs, a JVM each) run side by side. `serial`: tests that cannot share the machine with another worker.
+# pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
+# group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
+TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
+    "main   -n 2 --dist loadscope --durations=30"
+    "serial --durations=10"
+    "faults -n 2 --dist loadscope --durations=10"
+    "load"
+    "spark  -n 2 --dist loadscope --durations=10"
+)
+others=()
+for line in "${TEST_GROUPS[@]}"; do read -r name _ <<<"$line"; [[ $name == main ]] || others+=("$name"); done
+joined="$(printf ' or %s' "${others[@]}")"
+main_expr="not (${joined# or })"
+report_dir="$(mktemp -d)"
 status=0
-.venv/bin/python -m pytest -m "not load and not spark" --durations=15 "$@" || { rc=$?; [[ $rc == 5 ]] || status=$rc; }
-echo "== load group: the API server under 200 concurrent clients and publishes during requests =="
-start=$(date +%s)
-.venv/bin/python -m pytest -m load "$@" || { rc=$?; [[ $rc == 5 ]] || status=$rc; }
-echo "load group took $(( $(date +%s) - start )) s"
-echo "== spark group: the dbt project on Spark (local[2], one JVM per test module) against the DuckDB engine =="
-start=$(date +%s)
-.venv/bin/python -m pytest -m spark --durations=10 "$@" || { rc=$?; [[ $rc == 5 ]] || status=$rc; }
-echo "spark group took $(( $(date +%s) - start )) s"
+for line in "${TEST_GROUPS[@]}"; do
+    read -r name opts <<<"$line"
+    expr="$name"; [[ $name == main ]] && expr="$main_expr"
+    echo "== $name group: -m \"$expr\"${opts:+ $opts} =="
+    start=$(date +%s)
+    # shellcheck disable=SC2086  # $opts: the group's options, split on purpose
+    .venv/bin/python -m pytest -m "$expr" $opts --junitxml="$report_dir/$name.xml" "$@" \
+        || { rc=$?; [[ $rc == 5 ]] || status=$rc; }
+    took=$(( $(date +%s) - start ))
+    echo "$name $took" >> "$report_dir/times"
+    echo "$name group took $took s"
+done
+.venv/bin/python scripts/ci/group_table.py "$report_dir"
+rm -rf "$report_dir"
 exit $status

@@ -14,6 +14,14 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 settings.register_profile("kubeledger", database=None)
 settings.load_profile("kubeledger")
 
+# pytest-xdist (scripts/test.sh runs groups with -n 2): each worker its own Dagster instance folder under the suite's
+# DAGSTER_HOME, so two workers never share SQLite run/event storage or the instance lock. Set at import, before
+# pipelines.definitions is imported by a test module. Temp dirs are per worker already (tmp_path, tmp_path_factory).
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker and os.environ.get("DAGSTER_HOME"):
+    os.environ["DAGSTER_HOME"] = os.path.join(os.environ["DAGSTER_HOME"], f"xdist-{_worker}")
+    os.makedirs(os.environ["DAGSTER_HOME"], exist_ok=True)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_kubeledger_env(monkeypatch):

@@ -6,7 +6,6 @@ and of the serving asset is materialised and the serving copy holds the three da
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import requests
 
 from pipelines import PROJECT_ROOT
 from tests.fixtures.pipeline_workdir import D1, D3, cli_env, day_totals, live_processes, write_config
+from tests.fixtures.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -52,12 +52,6 @@ RUN_LOGS = """
 query($id: ID!) { logsForRun(runId: $id) { __typename ... on EventConnection { events { __typename
   ... on ExecutionStepFailureEvent { stepKey error { message } } ... on RunFailureEvent { message } } } } }
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _descendants(root: int) -> set[int]:
@@ -149,7 +143,7 @@ def dagster_dev(tmp_path):
     shutil.copyfile(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     env = cli_env(DAGSTER_HOME=str(home), KUBELEDGER_DAGSTER_STORAGE=str(home / "storage"),
                   KUBELEDGER_CONFIG=str(config), KUBELEDGER_WAREHOUSE=str(workdir / "wh" / "kubeledger.duckdb"))
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "dagster-dev.log"
     with log.open("w") as out:
         proc = subprocess.Popen([DAGSTER, "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1",

@@ -7,7 +7,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -26,6 +25,7 @@ from pipelines.dagster_defs.instance import (
 )
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import CONFIG, D1, cli_args, cli_env, write_config
+from tests.fixtures.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -114,16 +114,12 @@ def _pg_bin() -> Path | None:
     return Path(initdb).parent if initdb and shutil.which("pg_ctl") else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL server on 127.0.0.1 (free port, temporary data folder, trust auth) with a `dagster` database;
-    as root the server runs as the `postgres` user (PostgreSQL refuses to run as root)."""
+    as root the server runs as the `postgres` user (PostgreSQL refuses to run as root). Each test gets its own
+    cluster (data folder, port, socket folder), so the `dagster` database never collides between pytest-xdist
+    workers or with a system PostgreSQL."""
     bindir = _pg_bin()
     if bindir is None:
         msg = "PostgreSQL binaries (initdb, pg_ctl) not found; install them with scripts/ci/setup_postgres.sh"
@@ -140,7 +136,7 @@ def postgres_url() -> Iterator[str]:
             pytest.skip("running as root and there is no `postgres` user to run the server as")
         os.chown(root, account.pw_uid, account.pw_gid)
         as_user = ["runuser", "-u", "postgres", "--"]
-    data, log, port = root / "data", root / "server.log", _free_port()
+    data, log, port = root / "data", root / "server.log", free_port()
 
     def run(*cmd: str) -> None:
         proc = subprocess.run([*as_user, *cmd], capture_output=True, text=True, timeout=300, cwd=root)
