@@ -36,6 +36,10 @@ class SourceError(RuntimeError):
     """A source failed for a partition; the message names the cluster/zone, the request and the server's error."""
 
 
+class NoDataError(SourceError):
+    """The source answered, but with no data for any hour asked (a retention gap, a wrong cluster label)."""
+
+
 @dataclass
 class ExtractResult:
     batches: dict[str, pd.DataFrame]          # raw table name (without schema) -> rows
@@ -54,4 +58,5 @@ def land(con: duckdb.DuckDBPyConnection, result: ExtractResult) -> dict[str, int
     return replace_partitions(con, result.batches, result.partitions)
 
 
-__all__ = ["COVERAGE_COLS", "COVERAGE_TABLE", "OPTIONAL_SERIES", "ExtractResult", "SourceError", "hour_floor", "land"]
+__all__ = ["COVERAGE_COLS", "COVERAGE_TABLE", "OPTIONAL_SERIES", "ExtractResult", "NoDataError", "SourceError",
+           "hour_floor", "land"]

@@ -54,8 +54,16 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
     for cluster in clusters or settings.clusters:
         extract = metrics_extractor(cluster.source)
         rows = 0
+        empty: base.NoDataError | None = None
+        landed_any = False
         for chunk in chunks(hours, land_chunk_hours(cluster)):
-            result = extract(cluster, chunk)
+            try:
+                result = extract(cluster, chunk)
+            except base.NoDataError as exc:  # a chunk of hours without samples: the others may still have some
+                empty = empty or exc
+                summary["warnings"].append(f"cluster {cluster.name}: {exc}")
+                continue
+            landed_any = True
             written = base.land(con, result)
             rows += sum(written.values())
             for table, n in written.items():
@@ -67,6 +75,8 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
                                        for w in result.metadata.get("absent_warnings", []) or [])
             for metric, absent_hours in (result.metadata.get("absent_series") or {}).items():
                 summary["absent_series"].setdefault(cluster.name, {}).setdefault(metric, []).extend(absent_hours)
+        if empty is not None and not landed_any:
+            raise empty  # not one hour of the run had samples: a whole outage fails the run
         summary["clusters"][cluster.name] = rows
         summary["rows"] += rows
     return summary

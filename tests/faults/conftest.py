@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -93,24 +94,45 @@ def query(path: Path, sql: str, params: list | None = None) -> list[tuple]:
         con.close()
 
 
-@pytest.fixture(scope="session")
-def warm_template(sources: Sources, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The day built once with every source answering: the warm instance and seeds every test copies.
-    Its warehouse is also the no-fault run the faulted runs are compared with."""
-    wd = tmp_path_factory.mktemp("faults-template")
-    (wd / "kubeledger.yaml").write_text(config_text(sources))
-    (wd / "prices.csv").write_text(PRICE_SHEET)
-    proc = materialize(wd)
+def built_template(wd: Path, config: str, run: Callable[[Path], subprocess.CompletedProcess],
+                   files: dict[str, str] | None = None) -> Path:
+    """`wd` with `config` (and `files`) after one good `run`: a warm Dagster instance and seeds to copy."""
+    (wd / "kubeledger.yaml").write_text(config)
+    for name, text in (files or {}).items():
+        (wd / name).write_text(text)
+    proc = run(wd)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return wd
 
 
-@pytest.fixture
-def workdir(warm_template: Path, tmp_path: Path, sources: Sources) -> Iterator[Path]:
-    """A copy of the warm template; the proxies are healthy again afterwards."""
+@contextmanager
+def warm_copy(template: Path, tmp_path: Path, *proxies: FaultProxy) -> Iterator[Path]:
+    """A copy of a warm template for one test; the proxies are healthy again afterwards."""
     target = tmp_path / "wd"
-    shutil.copytree(warm_template, target)
+    shutil.copytree(template, target)
     try:
         yield target
     finally:
-        sources.clear()
+        for proxy in proxies:
+            proxy.clear()
+
+
+@pytest.fixture(scope="session")
+def warm_template(sources: Sources, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The day built once with every source answering: the warm instance and seeds every test copies.
+    Its warehouse is also the no-fault run the faulted runs are compared with."""
+    return built_template(tmp_path_factory.mktemp("faults-template"), config_text(sources), materialize,
+                          {"prices.csv": PRICE_SHEET})
+
+
+@pytest.fixture
+def workdir(warm_template: Path, tmp_path: Path, sources: Sources) -> Iterator[Path]:
+    with warm_copy(warm_template, tmp_path, *sources.all()) as wd:
+        # the copy stands where the template stood: its price rows name the copy's file (a moved file is a new
+        # file, whose failure would fall back to the defaults instead of the last good load)
+        con = duckdb.connect(str(wd / "wh" / "kubeledger.duckdb"))
+        try:
+            con.execute("update raw.price_sheet set source_file = ?", [str((wd / "prices.csv").resolve())])
+        finally:
+            con.close()
+        yield wd

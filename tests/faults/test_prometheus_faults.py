@@ -11,7 +11,6 @@ Each test runs the pipeline itself: the behaviour under test is the job's.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.faults.conftest import query
+from tests.faults.conftest import built_template, query, warm_copy
 from tests.fixtures.fault_proxy import FaultProxy
 from tests.fixtures.pipeline_workdir import cli_args, cli_env
 from tests.fixtures.prom_scenario import DAY, SCRAPE_S
@@ -58,21 +57,13 @@ def prom_proxy(prometheus_scenario: Any) -> Iterator[FaultProxy]:  # noqa: F811 
 @pytest.fixture(scope="session")
 def prom_template(prom_proxy: FaultProxy, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warm workdir with the scenario day built and published through the (healthy) proxy."""
-    wd = tmp_path_factory.mktemp("prom-faults")
-    (wd / "kubeledger.yaml").write_text(_config(prom_proxy.url))
-    proc = _materialize(wd)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return wd
+    return built_template(tmp_path_factory.mktemp("prom-faults"), _config(prom_proxy.url), _materialize)
 
 
 @pytest.fixture
 def prom_workdir(prom_template: Path, prom_proxy: FaultProxy, tmp_path: Path) -> Iterator[Path]:
-    target = tmp_path / "wd"
-    shutil.copytree(prom_template, target)
-    try:
-        yield target
-    finally:
-        prom_proxy.clear()
+    with warm_copy(prom_template, tmp_path, prom_proxy) as wd:
+        yield wd
 
 
 def _published_hours(wd: Path) -> list[tuple]:

@@ -165,6 +165,16 @@ def test_hour_without_kube_state_metrics_is_an_error(prometheus_scenario: Any) -
     assert "small" in str(err.value)
 
 
+def test_hours_without_kube_state_metrics_are_left_out_not_zeroed(prometheus_scenario: Any) -> None:
+    """A day with a gap: the hours with data land, the empty hour is not a partition (no zeros, and nothing
+    landed for it before is deleted); the run fails only when no hour has data (above)."""
+    empty, full = DAY - timedelta(hours=5), HOURS_LIST[0]
+    result = extract_prometheus_hours(_cluster(prometheus_scenario.url), [empty, full])
+    assert result.partitions == [{"cluster": "small", "hour_ts": full}]
+    assert set(result.batches["node_hours"]["hour_ts"]) == {full}
+    assert all(empty not in set(f["hour_ts"]) for f in result.batches.values() if "hour_ts" in f.columns)
+
+
 def test_landing_twice_is_idempotent(extracted: Any) -> None:
     con = duckdb.connect()
     ensure_raw_schema(con)

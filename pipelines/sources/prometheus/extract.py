@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.settings import ClusterSettings
-from pipelines.sources.base import COVERAGE_TABLE, ExtractResult, SourceError
+from pipelines.sources.base import COVERAGE_TABLE, ExtractResult, NoDataError
 from pipelines.sources.prometheus.assemble_cluster import ClusterFrames
 from pipelines.sources.prometheus.assemble_pods import PodFrames, follow_up_pods
 from pipelines.sources.prometheus.client import PrometheusClient
@@ -31,10 +31,12 @@ def extract_prometheus_hours(
 ) -> ExtractResult:
     """Extract raw metric rows for `hours` (UTC hour starts) of one cluster.
 
-    Raises SourceError if any hour has no kube-state-metrics data at all: the caller then lands nothing.
+    Hours without any kube-state-metrics data are left out (no zeros are landed, nothing landed before is
+    deleted); NoDataError when no hour has any: the caller then lands nothing.
     """
     settings = cluster.prometheus
     hours_n = normalise_hours(hours)
+    asked = list(hours_n)
     if not hours_n:
         return ExtractResult(batches={}, partitions=[], metadata={"queries": 0})
     client = client or PrometheusClient(settings, cluster.name)
@@ -67,11 +69,15 @@ def extract_prometheus_hours(
     present = {h for h, _, _ in parts.get("pod_meta", {}).get("info", [])}
     present |= {h for h, _, _ in parts.get("nodes", {}).get("info", [])}
     missing = [h for h in hours_n if h not in present]
-    if missing:
-        raise SourceError(
+    if len(missing) == len(hours_n):
+        raise NoDataError(
             f"cluster {cluster.name}: no kube-state-metrics data (kube_pod_info, kube_node_info) for hour(s) "
             f"{', '.join(h.isoformat() for h in missing)} at {settings.url}; refusing to land zeros"
         )
+    if missing:  # hours without samples are not landed (no zeros, nothing deleted); the day's coverage says so
+        log.info("cluster %s: no kube-state-metrics data for %s; those hours are not landed", cluster.name,
+                 ", ".join(h.isoformat() for h in missing))
+        hours_n = [h for h in hours_n if h in present]
 
     meta: dict[str, Any] = {}
     pod_frames = PodFrames(cluster.name, scrape_s, parts, meta)
@@ -117,11 +123,13 @@ def extract_prometheus_hours(
         "absent_warnings": absent_warnings,
     })
     answered = _answered_hours(batches, hours_n)
-    if len(answered) < len(hours_n):
-        # an hour without a single node sample replaces nothing: a re-run against a Prometheus that has since lost
-        # hours (retention, an outage) keeps what was landed then instead of deleting it
-        batches = {t: f[f["hour_ts"].isin(answered)] if "hour_ts" in f.columns else f for t, f in batches.items()}
-        meta["hours_without_samples"] = [h.isoformat() for h in hours_n if h not in answered]
+    if len(answered) < len(asked):
+        # an hour without samples replaces nothing: a re-run against a Prometheus that has since lost hours
+        # (retention, an outage) keeps what was landed then instead of deleting it; a counter's or a range's
+        # rows that reach into such an hour are left out with it
+        keep = list(answered)
+        batches = {t: f[f["hour_ts"].isin(keep)] if "hour_ts" in f.columns else f for t, f in batches.items()}
+        meta["hours_without_samples"] = [h.isoformat() for h in asked if h not in answered]
     return ExtractResult(batches=batches, partitions=[{"cluster": cluster.name, "hour_ts": h} for h in hours_n
                                                       if h in answered], metadata=meta)
 
