@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.fixtures.ports import free_port
 from tests.fixtures.prom_coverage import coverage_clusters
 from tests.fixtures.prom_fleet import fleet_clusters
 from tests.fixtures.prom_scenario import write_scenario
@@ -30,12 +32,6 @@ class PromServer:
     tsdb: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _binaries() -> tuple[str, str] | None:
     prom, tool = shutil.which("prometheus"), shutil.which("promtool")
     if prom and tool:
@@ -48,11 +44,35 @@ def _binaries() -> tuple[str, str] | None:
     return None
 
 
+def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pytest run's temp folder: under pytest-xdist the parent of the workers' own (popen-gw0, popen-gw1)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _backfilled_blocks(tool: str, data: Path, shared: Path) -> Path:
+    """promtool's TSDB blocks of `data`, built once per pytest run and shared by the pytest-xdist workers (a file
+    lock makes the others wait for the first); each worker copies them into its own TSDB folder, since a Prometheus
+    locks its data folder. The backfill takes minutes on a loaded 2-core runner: once, not once per worker."""
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
+    blocks = shared / f"prom-blocks-{digest}"
+    with (shared / f"prom-blocks-{digest}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not blocks.is_dir():
+            work = shared / f".prom-blocks-{digest}.{os.getpid()}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            subprocess.run([tool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(work)],
+                           check=True, capture_output=True, timeout=600)  # minutes on a loaded 2-core runner
+            work.rename(blocks)
+    return blocks
+
+
 @pytest.fixture(scope="session")
 def prometheus_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
     """Writes the scenario (clusters `small` and `big` = small + 40 filler pods, plus the two clusters of
     tests/fixtures/prom_fleet.py and the legacy-ksm cluster of tests/fixtures/prom_coverage.py), backfills it into
-    one TSDB and serves it: one Prometheus per session."""
+    one TSDB (once per pytest run, shared by the workers) and serves it: one Prometheus per session (per worker)."""
     bins = _binaries()
     assert bins is not None
     prom, tool = bins
@@ -60,12 +80,10 @@ def prometheus_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pr
     data = root / "scenario.om"
     expected = write_scenario(data, {"small": 0, "big": 40, **fleet_clusters(), **coverage_clusters()})
     tsdb = root / "tsdb"
-    tsdb.mkdir()
-    subprocess.run([tool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)],
-                   check=True, capture_output=True, timeout=120)
+    shutil.copytree(_backfilled_blocks(tool, data, _run_temp(tmp_path_factory)), tsdb)
     cfg = root / "prom.yml"
     cfg.write_text(PROM_CONFIG)
-    port = _free_port()
+    port = free_port()
     log = (root / "prometheus.log").open("w")
     proc = subprocess.Popen(
         [prom, f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}", "--storage.tsdb.retention.time=100y",
