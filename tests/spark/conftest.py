@@ -1,5 +1,39 @@
-"""The session's backfilled Prometheus (tests/integration/conftest.py) for the Spark equivalence test's scenario day:
-the same fixture, imported, not copied (tests/spark is not under tests/integration, whose conftest pytest loads only
-for the tests below it)."""
+"""The Spark group's shared state.
 
+- `spark_dbt`: the group's one dbt runner on the `spark` target (one JVM, one Spark session, its metastore and
+  managed tables under one KUBELEDGER_SPARK_DIR), session-scoped: every in-process dbt call of the group uses it.
+  The CLI runs of test_spark_kill.py are subprocesses with their own JVM (the SIGKILL needs a process to kill).
+- The session's backfilled Prometheus (tests/integration/conftest.py) for the Spark equivalence test's scenario day:
+  the same fixture, imported, not copied (tests/spark is not under tests/integration, whose conftest pytest loads
+  only for the tests below it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fixtures.spark_dbt import SparkDbt, require_spark
 from tests.integration.conftest import prometheus_scenario  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def spark_dbt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkDbt]:
+    """The group's one dbt runner on the `spark` target; each day's build points KUBELEDGER_LAKE at its own lake."""
+    require_spark()
+    tmp = tmp_path_factory.mktemp("spark")
+    env = {"KUBELEDGER_SPARK_DIR": str(tmp / "spark"), "SPARK_LOCAL_IP": "127.0.0.1", "DO_NOT_TRACK": "1"}
+    saved = {k: os.environ.get(k) for k in [*env, "KUBELEDGER_LAKE"]}
+    os.environ.update(env)
+    dbt = SparkDbt(tmp)
+    try:
+        yield dbt
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        print("spark timings (s):", {k: round(v, 1) for k, v in dbt.timings.items()})

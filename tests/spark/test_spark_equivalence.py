@@ -3,9 +3,11 @@ the DuckDB engine gives, and the dbt unit tests pass on Spark.
 
 Two days, each built by the normal pipeline on DuckDB: the demo day (`kubeledger demo`) and the Prometheus scenario
 day (`kubeledger materialize` of every cluster the session's backfilled Prometheus serves). Each day's raw tables
-are exported to its own lake with pipelines/warehouse/lake.py; `dbt seed` (once) and `dbt build` (the daily build
-with the vars the pipeline used for that day) then run on the `spark` target through one dbtRunner, so one JVM and
-one Spark session serve the module; between the days the session's databases other than the seeds are dropped
+are exported to its own lake with pipelines/warehouse/lake.py; the seeds with their data tests (once, `dbt build
+--select resource_type:seed`, as the pipeline seeds apart from the daily build) and `dbt build` of the day (the
+daily build with the vars the pipeline used for that day, the seeds excluded: they are loaded already) then run on
+the `spark` target through the group's one dbtRunner (`spark_dbt`, tests/spark/conftest.py), so one JVM and one
+Spark session serve the module; between the days the session's databases other than the seeds are dropped
 (the marts are external tables at the first lake: dropping them leaves its files). The Spark marts' Parquet files
 (<lake>/marts/<model>) are read back with DuckDB and compared with the DuckDB marts row for row: keys exactly,
 doubles to 1e-9 relative, JSON text as JSON values (Spark writes 1.0E8 where DuckDB writes 100000000.0).
@@ -16,11 +18,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -29,7 +28,6 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_args import daily_build_args, dbt_vars
 from pipelines.settings import load_settings
 from pipelines.warehouse.lake import export_raw_day
@@ -37,6 +35,7 @@ from tests.fixtures.pipeline_workdir import cli_args, cli_env
 from tests.fixtures.prom_fleet import SHARED_NAMESPACE, write_price_sheet
 from tests.fixtures.prom_scenario import DAY as PROM_DAY
 from tests.fixtures.prom_scenario import SCRAPE_S
+from tests.fixtures.spark_dbt import SparkDbt, require_spark
 
 pytestmark = pytest.mark.spark
 
@@ -51,41 +50,6 @@ ABS_TOL = 1e-12
 # (the mart comparisons before/after a change skip the column for the same reason): compared only where the
 # energy is real.
 RATIO_OF_ENERGY = {"carbon_intensity_g_per_kwh": "energy_kwh"}
-
-
-def _require_spark() -> None:
-    try:
-        import dbt.adapters.spark  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"pyspark / dbt-spark not installed ({exc}); CI installs them (pip install dbt-spark[session])")
-    if shutil.which("java") is None:
-        pytest.skip("java not on PATH; CI installs openjdk-17-jre-headless")
-
-
-class SparkDbt:
-    """dbt on the `spark` target, every command in this process (one JVM, one Spark session)."""
-
-    def __init__(self, tmp: Path) -> None:
-        from dbt.cli.main import dbtRunner
-
-        self.runner = dbtRunner()
-        self.tmp = tmp
-        self.common = ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
-                       "--target", "spark", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")]
-        self.timings: dict[str, float] = {}
-
-    def __call__(self, name: str, args: list[str]) -> list[Any]:
-        start = time.monotonic()
-        res = self.runner.invoke([*args, *self.common])
-        self.timings[name] = time.monotonic() - start
-        assert res.exception is None, res.exception
-        results = [r for r in res.result if r.node.resource_type != "operation"]  # the on-run-start hook
-        failed = [f"{r.node.unique_id}: {r.status}\n{r.message}" for r in results
-                  if str(r.status) not in ("success", "pass")]
-        assert not failed, "\n\n".join(failed)
-        assert res.success
-        return results
 
 
 @dataclass
@@ -110,7 +74,7 @@ def _kubeledger_demo(workdir: Path) -> None:
 @pytest.fixture(scope="module")
 def demo_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo day built on DuckDB by the CLI: its workdir (kubeledger.yaml, wh/kubeledger.duckdb)."""
-    _require_spark()
+    require_spark()
     wd = tmp_path_factory.mktemp("duckdb-demo")
     (wd / "kubeledger.yaml").write_text(WAREHOUSE)
     _kubeledger_demo(wd)
@@ -122,7 +86,7 @@ def scenario_day(prometheus_scenario: Any, tmp_path_factory: pytest.TempPathFact
     """The Prometheus scenario day built on DuckDB by `kubeledger materialize`: every cluster the session's
     Prometheus serves (small, big, the fleet pair with its spot node, load balancer and user price sheet, the
     legacy kube-state-metrics one), configured as tests/integration/test_prometheus_fleet.py configures its pair."""
-    _require_spark()
+    require_spark()
     wd = tmp_path_factory.mktemp("duckdb-scenario")
     write_price_sheet(wd / "prices.csv")
     clusters = "".join(f"""
@@ -140,27 +104,6 @@ sharing: {{shared_namespaces: [{SHARED_NAMESPACE}], monthly_overhead_usd: 0.0}}
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return wd
-
-
-@pytest.fixture(scope="module")
-def spark_dbt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkDbt]:
-    """The module's one dbt runner on the `spark` target (one JVM, one Spark session, its metastore and managed
-    tables under one KUBELEDGER_SPARK_DIR); each day's build points KUBELEDGER_LAKE at its own lake."""
-    _require_spark()
-    tmp = tmp_path_factory.mktemp("spark")
-    env = {"KUBELEDGER_SPARK_DIR": str(tmp / "spark"), "SPARK_LOCAL_IP": "127.0.0.1", "DO_NOT_TRACK": "1"}
-    saved = {k: os.environ.get(k) for k in [*env, "KUBELEDGER_LAKE"]}
-    os.environ.update(env)
-    dbt = SparkDbt(tmp)
-    try:
-        yield dbt
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        print("spark timings (s):", {k: round(v, 1) for k, v in dbt.timings.items()})
 
 
 def _build_on_spark(dbt: SparkDbt, workdir: Path, day: date, name: str) -> SparkDay:
@@ -184,11 +127,11 @@ def _build_on_spark(dbt: SparkDbt, workdir: Path, day: date, name: str) -> Spark
         for (db,) in spark.sql("show databases").collect():
             if db not in ("default", "seeds"):
                 spark.sql(f"drop database {db} cascade")
-    else:
-        dbt("seed", ["seed"])
+    else:  # the seeds and their data tests, once for the session (the day builds below exclude them)
+        dbt("seed", ["build", "--select", "resource_type:seed"])
     start = datetime(day.year, day.month, day.day)
     variables = dbt_vars(load_settings(workdir / "kubeledger.yaml"), start, start + timedelta(days=1))
-    dbt(f"build {name}", daily_build_args(variables))
+    dbt(f"build {name}", [*daily_build_args(variables), "--exclude", "resource_type:seed"])
     return SparkDay(warehouse, lake)
 
 
