@@ -11,8 +11,8 @@ removed but the runs `prune_runs` deleted, SQLite never gave the freed pages bac
 
 The rule, applied after each good publish (`serving_warehouse` calls `prune_runs`), oldest runs first:
 
-1. A finished run keeps its full event log for `RUN_DETAIL_DAYS` (7) days; so does the newest run of each job,
-   whatever its age (`kubeledger status` reads its checks and failure).
+1. A finished run keeps its full event log for `RUN_DETAIL_DAYS` (7) days; so does the newest run of each job
+   until `keep_days` (`kubeledger status` reads its checks and failure).
 2. After that the run is compacted: it keeps its run record, its run and step lifecycle events (start, success,
    failure, skipped) and its asset materialisations (with SQLite those stay in `index.db`, the asset history
    every asset query reads, and leave the run's own file); step outputs, "planned" events, check evaluations, logs and
@@ -77,12 +77,12 @@ def prune_runs(instance: Any, keep_days: int, *, detail_days: int = RUN_DETAIL_D
     compacted: list[str] = []
     for record in records:
         run = record.dagster_run
-        if run.run_id in newest:
-            continue
         old = record.create_timestamp.astimezone(UTC) < delete_before
         if old and len(deleted) < limit and not _holds_latest_day(instance, run.run_id):
-            delete_run(instance, run.run_id)
+            delete_run(instance, run.run_id)  # past retention, even a job's newest run: nothing reads it then
             deleted.append(run.run_id)
+        elif run.run_id in newest:
+            continue  # `kubeledger status` reads the newest run's checks and failure: kept in full
         elif run.tags.get(COMPACTED_TAG) != "1" and len(compacted) < limit:
             compact_run(instance, run.run_id)
             compacted.append(run.run_id)
