@@ -1,7 +1,7 @@
 """How every HTTP source fails the same way: a failure kind, a time budget per source per run, retries that honour
 `Retry-After` within a cap, and one summary line (with what to do) per degraded source.
 
-The rule (README "When a source fails", docs/METHOD.md R-FAULT): an enrichment source (carbon intensity, Boavizta,
+The rule (README "When a source fails", docs/METHOD.md A18.1): an enrichment source (carbon intensity, Boavizta,
 the Kubernetes API, price files) never fails the run. Its failures are recorded per zone / instance type / cluster,
 the models fall back and flag the rows, and the source gets one warning line and one `raw.source_health` row.
 A source that fails as a whole (refused, timed out, refused the credentials, rate-limited or answering 5xx after its
@@ -23,7 +23,7 @@ from urllib3.util.retry import Retry
 
 from pipelines.warehouse.source_health import Problem
 
-MAX_RETRY_AFTER_S = 30.0  # a Retry-After above this is not slept through: the source trips and the day falls back
+MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is cut to this; after the retries the source trips and falls back
 DEFAULT_BUDGET_S = 120.0  # per source per run; settings: carbon.time_budget_s, boavizta.time_budget_s
 
 # kinds that say the whole source is unusable right now (not just one zone or instance type)
