@@ -191,7 +191,7 @@ def test_no_fault_day_says_every_source_answered(warm_template: Path) -> None:
     """The warm template is the no-fault run: every source 'ok' in the ledger, /healthz 'ok'."""
     ledger = _ledger(warm_template)
     assert {s: v[0] for s, v in ledger.items()} == {"metrics": "ok", "kubernetes": "ok", "carbon": "ok",
-                                                    "boavizta": "ok"}, ledger
+                                                    "boavizta": "ok", "pricing": "ok"}, ledger
     rows = query(warm_template / "wh" / "kubeledger.duckdb",
                  "select intensity_source, count(*) from marts.fct_node_energy_daily group by 1")
     assert dict(rows) == {"provider_hourly": 6}, rows

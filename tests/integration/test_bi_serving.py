@@ -172,7 +172,7 @@ def test_no_null_keys_in_any_bi_view_or_parquet_file(wh: Path) -> None:
             con.close()
     for table in ("fct_allocation_daily", "fct_allocation_shared_daily"):
         glob = wh / "parquet" / table / "*" / "*" / "data.parquet"
-        n, nulls, idle_named = duckdb.sql(
+        n, nulls, idle_named = duckdb.connect().sql(
             f"select count(*), count(*) filter (where namespace is null), "  # noqa: S608
             f"bool_and(namespace = '__idle__') filter (where allocation_kind = 'idle') "
             f"from read_parquet('{glob}', hive_partitioning = true)").fetchall()[0]
@@ -213,7 +213,7 @@ def test_every_mart_is_exported_and_the_lake_returns_exactly_the_marts(wh: Path)
     parquet = wh / "parquet"
     for table in MART_TABLES:
         assert (parquet / table / "cluster=demo" / f"date={D1.isoformat()}" / "data.parquet").exists(), table
-        file_cols = [r[0] for r in duckdb.sql(
+        file_cols = [r[0] for r in duckdb.connect().sql(
             f"describe select * from read_parquet('{parquet / table}/cluster=demo/date={D1.isoformat()}/data.parquet', "  # noqa: S608
             "hive_partitioning = false)"
         ).fetchall()]

@@ -95,6 +95,6 @@ def test_parquet_export_is_partitioned_by_cluster_and_date(workdir):
     root = workdir / "wh" / "parquet" / "fct_allocation_daily"
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet"))
     assert files == [f"cluster=demo/date={d.isoformat()}/data.parquet" for d in DAYS]
-    n = duckdb.sql(f"select count(*) from read_parquet('{root}/**/*.parquet', hive_partitioning = true) "  # noqa: S608
+    n = duckdb.connect().sql(f"select count(*) from read_parquet('{root}/**/*.parquet', hive_partitioning = true) "  # noqa: S608
                    f"where cluster = 'demo'").fetchall()[0][0]
     assert n == sum(v[0] for v in day_totals(workdir / "wh" / "serving.duckdb").values())

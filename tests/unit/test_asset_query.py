@@ -29,7 +29,7 @@ def matching(filt: str) -> list[str]:
     params = Params()
     where = compile_asset_filter(parse_asset_filter(filt), params)
     sql = f"SELECT asset_name FROM ({ROWS}) WHERE {where} ORDER BY asset_name"  # noqa: S608 - test
-    return [r[0] for r in duckdb.execute(sql, params.values).fetchall()]
+    return [r[0] for r in duckdb.connect().execute(sql, params.values).fetchall()]
 
 
 @pytest.mark.parametrize(("filt", "want"), [
@@ -51,10 +51,10 @@ def test_filter_semantics(filt: str, want: list[str]) -> None:
 def test_keys() -> None:
     params = Params()
     sql = f"SELECT {key_sql('type,cluster,label:team', params)} FROM ({ROWS}) ORDER BY 1"  # noqa: S608 - test
-    assert [r[0] for r in duckdb.execute(sql, params.values).fetchall()] == [
+    assert [r[0] for r in duckdb.connect().execute(sql, params.values).fetchall()] == [
         "ClusterManagement/c2/__undefined__", "Disk/c1/__undefined__", "Node/c1/__undefined__"]
     default = f"SELECT {key_sql('', params)} FROM ({ROWS}) WHERE asset_name = 'n1'"  # noqa: S608 - test
-    assert duckdb.execute(default, params.values).fetchone()[0] == (
+    assert duckdb.connect().execute(default, params.values).fetchone()[0] == (
         "aws/__undefined__/__undefined__/Compute/c1/Node/Kubernetes/aws:///i-1/n1")
 
 
@@ -95,4 +95,4 @@ def test_hostile_values_are_query_errors(name: str, value: str, flavor: str) -> 
         return
     # what validates compiles to SQL DuckDB accepts
     sql = f"SELECT {c['key_sql']} FROM ({ROWS}) WHERE {c['filter_sql']}"  # noqa: S608 - test
-    duckdb.execute(sql, c["params"].values).fetchall()
+    duckdb.connect().execute(sql, c["params"].values).fetchall()

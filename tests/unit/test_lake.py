@@ -28,13 +28,13 @@ def land(con, name, hours, nodes=4):
 def read_lake(root, table):
     """Rows of a lake table as DuckDB reads the hive layout (cluster from the path), sorted."""
     files = f"{root}/raw/{table}/*/*/*/*.parquet"
-    return duckdb.execute(
+    return duckdb.connect().execute(
         "select * exclude (date, hour) from read_parquet(?, hive_partitioning = true, "
         "hive_types = {'cluster': varchar, 'date': varchar, 'hour': varchar}) order by all", [files]).fetchall()
 
 
 def file_columns(path):
-    return [r[0] for r in duckdb.execute(
+    return [r[0] for r in duckdb.connect().execute(
         f"describe select * from read_parquet('{path}', hive_partitioning = false)").fetchall()]  # noqa: S608
 
 
@@ -59,7 +59,7 @@ def test_layout_and_round_trip(con, tmp_path):
     hours = sorted(p.name for p in (part.parent.parent).iterdir())
     assert hours == [f"hour={h:02d}" for h in range(24)]
     empty = part.parent.parent / "hour=03" / "part-0.parquet"
-    assert duckdb.execute(f"select count(*) from '{empty}'").fetchone()[0] == 0  # noqa: S608
+    assert duckdb.connect().execute(f"select count(*) from '{empty}'").fetchone()[0] == 0  # noqa: S608
     assert file_columns(empty) == file_cols
 
 
@@ -126,7 +126,7 @@ def test_snapshot_tables_are_replaced_whole(con, tmp_path):
     con.execute("delete from raw.price_custom")
     assert lake.write_raw_snapshot(con, root, "price_custom") == 0
     snapshot = root / "raw" / "price_custom" / "part-0.parquet"
-    assert duckdb.execute(f"select count(*) from '{snapshot}'").fetchone()[0] == 0  # noqa: S608
+    assert duckdb.connect().execute(f"select count(*) from '{snapshot}'").fetchone()[0] == 0  # noqa: S608
     assert sorted(p.name for p in (root / "raw" / "price_custom").iterdir()) == ["part-0.parquet"]
 
 
