@@ -1343,13 +1343,18 @@ def render_yaml(seeds: list[Seed]) -> str:
             "description": s.description,
             "config": {"column_types": {c.name: "string" if c.type == "varchar" else c.type for c in s.columns}},
         }
-        if s.model_tests:
-            entry["data_tests"] = s.model_tests
+        # the columns' not_null tests as ONE test of the seed (one query instead of one per column)
+        not_null = [c.name for c in s.columns if NN in c.tests]
+        model_tests = ([{"not_null_columns": {"name": f"not_null_{s.name}", "arguments": {"columns": not_null}}}]
+                       if not_null else []) + s.model_tests
+        if model_tests:
+            entry["data_tests"] = model_tests
         cols = []
         for c in s.columns:
             col: dict = {"name": c.name, "description": c.description}
-            if c.tests:
-                col["data_tests"] = c.tests
+            tests = [t for t in c.tests if t != NN]
+            if tests:
+                col["data_tests"] = tests
             cols.append(col)
         entry["columns"] = cols
         entries.append(entry)

@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 from dagster_dbt.asset_utils import get_dbt_resource_names_for_asset_keys
 
@@ -75,3 +76,39 @@ def test_whole_calls_select_the_same_tests_as_dbts_default(tmp_path, envs):
     assert ours["daily"] == _ls(tmp_path, envs["eager"], *daily)
     assert ours["lookups"] == _ls(tmp_path, envs["eager"], *lookups)
     assert CROSS_MART_TESTS <= ours["daily"]
+
+
+def _dbt(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [dbt_executable(), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+         "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
+        env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
+
+
+def test_the_folded_not_null_test_names_each_column_that_holds_nulls(tmp_path, envs):
+    """`not_null_columns` (tests/generic) checks all the columns of a model in one query: it passes on the seed as
+    loaded, and fails when a column holds a NULL, with one failure row per such column naming it and its NULL
+    count."""
+    env = {**envs["ours"], "KUBELEDGER_WAREHOUSE": str(tmp_path / "w.duckdb")}
+    built = _dbt(tmp_path, env, "build", "--select", "opencost_prices")
+    assert built.returncode == 0, built.stdout[-3000:]
+    assert "not_null_opencost_prices" in built.stdout
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        con.execute("update seeds.opencost_prices set hourly_usd = null where price_key in ('CPU', 'RAM')")
+        con.execute("update seeds.opencost_prices set unit = null where price_key = 'CPU'")
+        nulls = dict(con.execute("select 'hourly_usd', count(*) filter (where hourly_usd is null) "
+                                 "from seeds.opencost_prices union all select 'unit', count(*) filter "
+                                 "(where unit is null) from seeds.opencost_prices").fetchall())
+    finally:
+        con.close()
+    failed = _dbt(tmp_path, env, "test", "--select", "not_null_opencost_prices")
+    assert failed.returncode == 1 and "FAIL 2 not_null_opencost_prices" in failed.stdout, failed.stdout[-3000:]
+    # the failure rows, from the SQL dbt ran (the project stores no failure tables)
+    (compiled,) = (tmp_path / "target" / "compiled").rglob("not_null_opencost_prices.sql")
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    try:
+        rows = dict(con.execute(compiled.read_text()).fetchall())
+    finally:
+        con.close()
+    assert rows == nulls and rows["hourly_usd"] > rows["unit"] > 0, rows
