@@ -4,8 +4,9 @@ Prometheus (backfilled scenario) behind a fault-injecting proxy.
 - A whole outage (every failure mode) fails the day in one line naming the cause; nothing is published; a
   later re-run picks the day up.
 - Missing hours inside a day publish while the hour coverage stays at or above `quality.min_hour_coverage`
-  (default 90 %): coverage < 100 % in fct_cluster_daily, the ledger says `metrics` partial, and nothing is
-  allocated or charged for the hours without samples. Below the threshold the day is not published.
+  (default 90 %): coverage < 100 % in fct_cluster_daily, every allocation row of the day carries the reason
+  `partial_hour_coverage`, the ledger says `metrics` partial, and nothing is allocated or charged for the hours
+  without samples. Below the threshold the day is not published.
 Each test runs the pipeline itself: the behaviour under test is the job's.
 """
 
@@ -148,6 +149,14 @@ def test_missing_hours_above_the_threshold_publish_with_coverage_below_one(prom_
     hours = query(prom_workdir / "wh" / "w.duckdb", "select count(distinct hour_ts) from raw.node_hours "
                   "where cluster = 'small' and cast(hour_ts as date) = ?", [DAY.date()])
     assert hours == [(22,)]
+    # every published row of the day says its day is partial (A18.1), and the day's shares say all of it is
+    flags = query(prom_workdir / "wh" / "s.duckdb", "select bool_and(is_estimated), bool_and(contains("
+                  "estimation_reasons, 'partial_hour_coverage')), count(*) from marts.fct_allocation_daily "
+                  "where cluster = 'small' and usage_date = ?", [DAY.date()])
+    assert flags[0][:2] == (True, True) and flags[0][2] > 0, flags
+    shares = query(prom_workdir / "wh" / "s.duckdb", "select cost_estimated_share, co2e_estimated_share "
+                   "from marts.fct_cluster_daily where cluster = 'small' and usage_date = ?", [DAY.date()])
+    assert shares == [(1.0, 1.0)], shares
 
 
 def test_missing_hours_below_the_threshold_do_not_publish(prom_proxy: FaultProxy, prom_workdir: Path) -> None:

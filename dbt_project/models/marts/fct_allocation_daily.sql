@@ -29,8 +29,10 @@
     'co2e_total_g': 'co2e_operational_g + co2e_embodied_g',
     'carbon_intensity_g_per_kwh': 'coalesce(intensity_weight / nullif(' ~ energy ~ ', 0), intensity_plain_avg)',
     'pue': 'coalesce(pue_weight / nullif(' ~ energy ~ ', 0), pue_plain_avg)',
-    'is_estimated': "estimation_reasons <> ''",
+    'is_estimated': "reasons_with_coverage <> ''",
 } %}
+{#- a cluster-day with hours missing (no node samples, METHOD A18.1): every row of it says so -#}
+{%- set overrides = {'estimation_reasons': 'reasons_with_coverage'} %}
 {{ config(unique_key=['usage_date', 'cluster']) }}
 
 with unioned as (
@@ -41,17 +43,32 @@ with unioned as (
     select * from {{ ref('int_allocations_unmounted_daily') }}
 ),
 
+flagged as (
+    select
+        unioned.*,
+        case
+            when coverage.hours_covered < 24
+                then concat_ws(',', nullif(unioned.estimation_reasons, ''), 'partial_hour_coverage')
+            else unioned.estimation_reasons
+        end as reasons_with_coverage
+    from unioned
+    left join {{ ref('int_nodes_counted_daily') }} as coverage
+        on coverage.usage_date = unioned.usage_date and coverage.cluster = unioned.cluster
+),
+
 final as (
     select
     {%- for c in allocation_columns() if c.group not in ('internal', 'ratio') %}
-        {% if c.get('derived') -%}
+        {% if c.name in overrides -%}
+        {{ overrides[c.name] }} as {{ c.name }}
+        {%- elif c.get('derived') -%}
         {{ derived.get(c.name) or exceptions.raise_compiler_error('fct_allocation_daily: no formula for ' ~ c.name) }}
             as {{ c.name }}
         {%- else -%}
         {{ c.name }}
         {%- endif %}{{ ',' if not loop.last }}
     {%- endfor %}
-    from unioned
+    from flagged
 ),
 
 with_ratio as (
