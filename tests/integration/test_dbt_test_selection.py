@@ -24,12 +24,16 @@ pytestmark = pytest.mark.integration
 CROSS_MART_TESTS = {"assert_allocation_reconciles_with_assets", "assert_pv_and_lb_reconcile"}
 
 
-def _ls(tmp: Path, env: dict[str, str], *selection: str) -> set[str]:
-    proc = subprocess.run(
-        [dbt_executable(), "ls", "--quiet", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir",
-         str(DBT_PROJECT_DIR), "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs"),
-         "--resource-type", "test", "--output", "name", *selection],
+def _dbt(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`dbt <args>` on the project, its target and logs under `tmp`."""
+    return subprocess.run(
+        [dbt_executable(), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+         "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
         env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
+
+
+def _ls(tmp: Path, env: dict[str, str], *selection: str) -> set[str]:
+    proc = _dbt(tmp, env, "ls", "--quiet", "--resource-type", "test", "--output", "name", *selection)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {line.strip() for line in proc.stdout.splitlines() if line.strip()}
 
@@ -76,13 +80,6 @@ def test_whole_calls_select_the_same_tests_as_dbts_default(tmp_path, envs):
     assert ours["daily"] == _ls(tmp_path, envs["eager"], *daily)
     assert ours["lookups"] == _ls(tmp_path, envs["eager"], *lookups)
     assert CROSS_MART_TESTS <= ours["daily"]
-
-
-def _dbt(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [dbt_executable(), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
-         "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
-        env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
 
 
 def test_the_folded_not_null_test_names_each_column_that_holds_nulls(tmp_path, envs):
