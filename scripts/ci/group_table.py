@@ -1,7 +1,9 @@
 """The table scripts/test.sh prints at the end: each pytest group's wall time and test counts.
 
-Usage: group_table.py DIR, where DIR holds `times` (lines "<group> <seconds>", in run order) and <group>.xml, the
-group's JUnit XML (pytest --junitxml). A group without XML (pytest stopped before writing it) shows "-" counts.
+Usage: group_table.py DIR, where DIR holds `times` (lines "<group> <seconds>", in run order; "<group> <seconds>
+alongside" for a group that ran in the background beside others, whose time is not added to the total wall) and
+<group>.xml, the group's JUnit XML (pytest --junitxml). A group without XML (pytest stopped before writing it) shows
+"-" counts.
 """
 
 from __future__ import annotations
@@ -34,15 +36,15 @@ def fmt_s(s: int) -> str:
 def table(folder: Path) -> str:
     rows = []
     for line in (folder / "times").read_text().splitlines():
-        name, seconds = line.split()
-        rows.append((name, int(seconds), counts(folder / f"{name}.xml")))
+        name, seconds, *alongside = line.split()
+        rows.append((name, int(seconds), bool(alongside), counts(folder / f"{name}.xml")))
     lines = ["== pytest groups: wall time (m:ss) and tests ==",
              f"{'group':<10}{'wall':>8}" + "".join(f"{c:>9}" for c in COLUMNS)]
     total_s, total = 0, dict.fromkeys(COLUMNS, 0)
-    for name, seconds, c in rows:
-        total_s += seconds
+    for name, seconds, alongside, c in rows:
+        total_s += 0 if alongside else seconds
         cells = "".join(f"{(c[k] if c else '-'):>9}" for k in COLUMNS)
-        lines.append(f"{name:<10}{fmt_s(seconds):>8}{cells}")
+        lines.append(f"{name:<10}{fmt_s(seconds):>8}{cells}" + ("  (alongside)" if alongside else ""))
         for k in COLUMNS:
             total[k] += c[k] if c else 0
     lines.append(f"{'all':<10}{fmt_s(total_s):>8}" + "".join(f"{total[k]:>9}" for k in COLUMNS))
