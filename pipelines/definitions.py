@@ -2,7 +2,7 @@
 
 Everything is configured from the Settings object (kubeledger.yaml or $KUBELEDGER_CONFIG), and only from the one
 given: building (or importing) the Definitions never changes the process environment. The partitions start at the
-settings' first day (pipelines/days.py); dbt gets the warehouse path through its resource, per invocation.
+settings' first day (pipelines/days.py); dbt gets the warehouse path for each call only (pipelines/environ.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import warnings
 
 import dagster as dg
 
-from pipelines.dagster_defs.dbt_args import dbt_env
 from pipelines.settings import Settings, load_settings
 
 # Partitioned asset checks and backfill policies are Dagster beta/preview features we rely on on purpose.
@@ -22,13 +21,11 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 def build_definitions(settings: Settings | None = None, config_path: str | None = None) -> dg.Definitions:
     settings = settings or load_settings(config_path)
 
-    from pipelines import DBT_PROJECT_DIR, dbt_executable
     from pipelines.dagster_defs.assets_dbt import dbt_daily_assets, dbt_lookups_assets, dbt_reference_assets
     from pipelines.dagster_defs.assets_extract import extract_assets, raw_pricing
     from pipelines.dagster_defs.assets_report import serving_report
     from pipelines.dagster_defs.assets_serving import serving_warehouse
     from pipelines.dagster_defs.checks import quality_checks
-    from pipelines.dagster_defs.dbt_resource import KubeledgerDbtCliResource
     from pipelines.dagster_defs.jobs import (
         build_daily_schedule,
         daily_job,
@@ -53,9 +50,6 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
         schedules=[hourly_extract_schedule, build_daily_schedule(settings)],
         resources={
             "kubeledger": KubeledgerResource(config_path=settings.source_file or config_path),
-            # dbt's profile reads the warehouse path from the environment: given to each dbt call, not the process
-            "dbt": KubeledgerDbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
-                                            dbt_executable=dbt_executable(), env=dbt_env(settings)),
         },
     )
 

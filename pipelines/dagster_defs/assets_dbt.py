@@ -26,12 +26,13 @@ from pathlib import Path
 
 import dagster as dg
 import yaml
-from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt import DbtProject, dbt_assets
 
 from pipelines import DBT_PROJECT_DIR, dbt_executable
 from pipelines.dagster_defs.dbt_args import (
     DAILY_BUILD_EXCLUDES_UNIT_TESTS,
     daily_build_args,
+    dbt_env,
     dbt_vars,
     parse_args,
 )
@@ -39,6 +40,8 @@ from pipelines.dagster_defs.instance import exclusive_lock
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
+from pipelines.engines.dbt_dagster import dbt_asset_events
+from pipelines.engines.dbt_runner import DbtCall, dbt_cli_args, invoke_dbt
 from pipelines.settings import DEFAULT_CONFIG_NAME, Settings, SettingsError, load_settings
 from pipelines.warehouse.lookups import LOOKUPS_MODEL
 
@@ -241,7 +244,7 @@ def _partial_parse_seed(settings: Settings) -> Path | None:
     return partial if partial.is_file() else None
 
 
-def _dbt_call(context: dg.AssetExecutionContext, dbt: DbtCliResource, args: list[str], settings: Settings,
+def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Settings,
               asset_name: str):
     root = run_folders_root(settings, asset_name)
     folder = root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{context.run_id[:8]}"
@@ -256,8 +259,12 @@ def _dbt_call(context: dg.AssetExecutionContext, dbt: DbtCliResource, args: list
 
                 yield from spark_asset_events(context, settings, asset_name, args, folder, MANIFEST, TRANSLATOR,
                                               dbt_project)
-            else:
-                yield from dbt.cli(args, context=context, target_path=folder).stream()
+            else:  # dbt-duckdb in this process on the warehouse file: no dbt start-up per call (dbt_runner.py)
+                def build(dbt_args: list[str], project_dir: Path | None, env: dict[str, str]) -> DbtCall:
+                    return invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env})
+
+                yield from dbt_asset_events(context, args, folder, MANIFEST, TRANSLATOR, dbt_project, build,
+                                            "DuckDB")
     finally:
         prune_run_folders(root, settings.warehouse.keep_run_folders)
 
@@ -268,9 +275,9 @@ TRANSLATOR = KubeledgerDbtTranslator()
 
 @dbt_assets(manifest=MANIFEST, select="resource_type:seed", name="dbt_reference", project=dbt_project,
             dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
-def dbt_reference_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource):
+def dbt_reference_assets(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
     """Reference seeds (prices, power profiles, zones, PUE, intensity defaults)."""
-    yield from _dbt_call(context, dbt, ["seed"], kubeledger.settings, "dbt_reference")
+    yield from _dbt_call(context, ["seed"], kubeledger.settings, "dbt_reference")
 
 
 class DailyBuildConfig(dg.Config):
@@ -278,13 +285,13 @@ class DailyBuildConfig(dg.Config):
     exclude_unit_tests: bool = DAILY_BUILD_EXCLUDES_UNIT_TESTS
 
 
-def _daily_build(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+def _daily_build(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource,
                  config: DailyBuildConfig, asset_name: str):
     """`dbt build` of the run's partition window (a range in backfills) for the run's cluster selection."""
     window = context.partition_time_window  # never partition_key: a backfill range has no single key
     variables = dbt_vars(kubeledger.settings, window.start, window.end, cluster=run_cluster(context))
     args = daily_build_args(variables, exclude_unit_tests=config.exclude_unit_tests)
-    yield from _dbt_call(context, dbt, args, kubeledger.settings, asset_name)
+    yield from _dbt_call(context, args, kubeledger.settings, asset_name)
 
 
 # dbt → Python → dbt: the lookups (and the models they derive from) are built first; the carbon-intensity and
@@ -295,19 +302,19 @@ LOOKUPS_SELECT = f"+{LOOKUPS_MODEL}"
 @dbt_assets(manifest=MANIFEST, select=LOOKUPS_SELECT, exclude="resource_type:seed", name="dbt_lookups",
             project=dbt_project, partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
             dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
-def dbt_lookups_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+def dbt_lookups_assets(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource,
                        config: DailyBuildConfig):
     """The enriched nodes of the window and what they need from outside sources (carbon zones, instance keys)."""
-    yield from _daily_build(context, dbt, kubeledger, config, "dbt_lookups")
+    yield from _daily_build(context, kubeledger, config, "dbt_lookups")
 
 
 @dbt_assets(manifest=MANIFEST, exclude=f"resource_type:seed {LOOKUPS_SELECT}", name="dbt_daily",
             project=dbt_project, partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(),
             dagster_dbt_translator=TRANSLATOR, pool=WRITER_POOL)
-def dbt_daily_assets(context: dg.AssetExecutionContext, dbt: DbtCliResource, kubeledger: KubeledgerResource,
+def dbt_daily_assets(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource,
                      config: DailyBuildConfig):
     """staging → intermediate → marts for the days of the run's partition window, after the lookups."""
-    yield from _daily_build(context, dbt, kubeledger, config, "dbt_daily")
+    yield from _daily_build(context, kubeledger, config, "dbt_daily")
 
 
 if __name__ == "__main__":

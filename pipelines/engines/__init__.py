@@ -1,4 +1,4 @@
-"""Where dbt runs: `duckdb` (dbt-duckdb on the warehouse file, the default, through dagster-dbt's CLI resource) or
+"""Where dbt runs: `duckdb` (dbt-duckdb on the warehouse file, the default, in the step's process: dbt_runner.py) or
 `spark` (dbt-spark in this process over the Parquet lake; spark.py), chosen by the `engine` setting."""
 
 from __future__ import annotations

@@ -17,16 +17,13 @@ One daily build on Spark, as the Dagster dbt assets call it (`spark_build`):
 from __future__ import annotations
 
 import shutil
-import threading
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_args import TEST_SELECTION_ENV
-from pipelines.dagster_defs.dbt_resource import scoped_environ
 from pipelines.engines import DBT_SPARK_TARGET
+from pipelines.engines.dbt_runner import DbtCall, dbt_cli_args, invoke_dbt
 from pipelines.engines.marts_load import load_marts
 from pipelines.engines.spark_frames import frame_to_duckdb
 from pipelines.engines.spark_session import get_session, spark_conf
@@ -37,23 +34,8 @@ from pipelines.warehouse.lookups import LOOKUPS_MODEL, LOOKUPS_RELATION
 if TYPE_CHECKING:
     from pipelines.settings import Settings
 
-# dbt keeps process-wide state (flags, adapters, the invocation context): one dbtRunner call at a time
-_DBT_LOCK = threading.Lock()
 # what the lookups asset and the daily asset build (names of pipelines/dagster_defs/assets_dbt.py)
 LOOKUPS_ASSET, DAILY_ASSET = "dbt_lookups", "dbt_daily"
-
-
-@dataclass
-class DbtCall:
-    """One dbt invocation: its success, the structured events of its nodes (the dicts `dbt --log-format json`
-    prints) and what came back to DuckDB."""
-
-    success: bool
-    events: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    exception: BaseException | None = None
-    lake_rows: dict[str, int] = field(default_factory=dict)
-    loaded: dict[str, int] = field(default_factory=dict)
 
 
 def spark_env(settings: Settings) -> dict[str, str]:
@@ -75,34 +57,16 @@ def spark_env(settings: Settings) -> dict[str, str]:
 
 
 def dbt_spark_args(args: list[str], target_path: Path, project_dir: Path | None = None) -> list[str]:
-    """dbt's command line on the spark target; `project_dir` is a copy dagster-dbt made for a generated selector
-    (the profile is always the project's own)."""
-    project = str(project_dir or DBT_PROJECT_DIR)
-    return [*args, "--project-dir", project, "--profiles-dir", project, "--target", DBT_SPARK_TARGET,
-            "--target-path", str(target_path), "--log-path", str(target_path), "--no-use-colors"]
+    """dbt's command line on the spark target."""
+    return dbt_cli_args(args, target_path, project_dir, DBT_SPARK_TARGET)
 
 
 def run_dbt(settings: Settings, args: list[str], target_path: Path, project_dir: Path | None = None,
             env: dict[str, str] | None = None) -> DbtCall:
     """`dbt <args>` on the spark target, in this process, on the shared session."""
-    from dbt.cli.main import dbtRunner
-    from dbt_common.events.functions import msg_to_dict
-
     get_session(settings)  # started here with the engine's settings; dbt-spark's getOrCreate finds it
-    call = DbtCall(success=False)
-
-    def collect(msg: Any) -> None:
-        event = msg_to_dict(msg)
-        if event.get("data", {}).get("node_info", {}).get("unique_id"):
-            call.events.append(event)
-        if event.get("info", {}).get("level") == "error":
-            call.errors.append(event["info"].get("msg", ""))
-
     target_path.mkdir(parents=True, exist_ok=True)
-    with _DBT_LOCK, scoped_environ({**spark_env(settings), **(env or {})}):
-        result = dbtRunner(callbacks=[collect]).invoke(dbt_spark_args(args, target_path, project_dir))
-    call.success, call.exception = bool(result.success), result.exception
-    return call
+    return invoke_dbt(dbt_spark_args(args, target_path, project_dir), {**spark_env(settings), **(env or {})})
 
 
 def export_window(settings: Settings, start: datetime, end: datetime, cluster: str | None) -> dict[str, int]:

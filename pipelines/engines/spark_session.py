@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.dagster_defs.dbt_resource import scoped_environ
+from pipelines.environ import scoped_environ
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

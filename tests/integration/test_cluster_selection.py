@@ -12,9 +12,7 @@ import dagster as dg
 import duckdb
 import pandas as pd
 import pytest
-from dagster_dbt import DbtCliResource
 
-from pipelines import DBT_PROJECT_DIR, dbt_executable
 from pipelines.dagster_defs import assets_dbt
 from pipelines.dagster_defs.assets_extract import raw_carbon_intensity, raw_kubernetes, raw_metrics
 from pipelines.dagster_defs.partitions import with_first_day
@@ -88,16 +86,14 @@ def test_every_extract_asset_honours_the_cluster_tag(config: Path, monkeypatch: 
 def test_dbt_builds_take_the_cluster_var_from_the_tag(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
 
-    def dbt_call(context: Any, dbt: Any, args: list[str], settings: Any, asset_name: str):
+    def dbt_call(context: Any, args: list[str], settings: Any, asset_name: str):
         calls.append(args)
         yield from ()
 
     monkeypatch.setattr(assets_dbt, "_dbt_call", dbt_call)
     day = day_key(utc_now().date() - timedelta(days=1))
-    dbt = DbtCliResource(project_dir=str(DBT_PROJECT_DIR), profiles_dir=str(DBT_PROJECT_DIR),
-                         dbt_executable=dbt_executable())  # never called here
     for dbt_step in (assets_dbt.dbt_lookups_assets, assets_dbt.dbt_daily_assets):  # the lookups build; the rest
-        assert _run(config, [dbt_step], day, "a", dbt=dbt).success
+        assert _run(config, [dbt_step], day, "a").success
     assert len(calls) == 2
     for args in calls:
         variables = json.loads(args[args.index("--vars") + 1])

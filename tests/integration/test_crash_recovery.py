@@ -16,11 +16,9 @@ from tests.fixtures.pipeline_workdir import (
     D2,
     cli_args,
     cli_env,
-    cmdline,
     day_totals,
     fingerprint,
     group_alive,
-    group_members,
     kill_group,
     published_workdir,
     run_cli,
@@ -29,15 +27,10 @@ from tests.fixtures.pipeline_workdir import (
 pytestmark = pytest.mark.integration
 
 
-def dbt_running(pgid: int) -> bool:
-    """A `dbt build` child of the materialize process is running (the daily build writes the marts)."""
-    for pid in group_members(pgid):
-        args = cmdline(pid)
-        if args and Path(args[0]).name == "dbt" and "build" in args:
-            return True
-        if len(args) > 1 and Path(args[1]).name == "dbt" and "build" in args:
-            return True
-    return False
+def daily_build_started(wh: Path, before: set[Path]) -> bool:
+    """The run's daily dbt build (in the materialize process) has started writing: a new run folder of the
+    `dbt_daily` asset holds dbt's log."""
+    return any(f.parent not in before for f in (wh / "state" / "dbt" / "runs" / "dbt_daily").glob("*/dbt.log"))
 
 
 def publishing(wh: Path) -> bool:
@@ -85,12 +78,13 @@ def test_sigkill_mid_materialize_then_rerun(tmp_path_factory, kill_point):
     totals_before = day_totals(serving)
     assert sorted(totals_before) == [D1]
 
+    daily_before = set((wh / "state" / "dbt" / "runs" / "dbt_daily").glob("*"))
     log = (workdir / f"materialize-{kill_point}.log").open("w")
     proc = subprocess.Popen(cli_args(workdir, "materialize", "--date", D2.isoformat()), cwd=workdir, env=cli_env(),
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         if kill_point == "dbt":
-            killed_at = kill_when(proc, lambda: dbt_running(proc.pid), after_s=3.0)
+            killed_at = kill_when(proc, lambda: daily_build_started(wh, daily_before), after_s=3.0)
         else:
             killed_at = kill_when(proc, lambda: publishing(wh), after_s=0.0)
     finally:
