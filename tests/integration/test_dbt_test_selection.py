@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ from pipelines import DBT_PROJECT_DIR, dbt_executable
 from pipelines.dagster_defs import assets_dbt
 from pipelines.dagster_defs.dbt_args import INDIRECT_SELECTION, dbt_env
 from pipelines.settings import load_settings
+from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir
 
 pytestmark = pytest.mark.integration
 
@@ -109,3 +111,30 @@ def test_the_folded_not_null_test_names_each_column_that_holds_nulls(tmp_path, e
     finally:
         con.close()
     assert rows == nulls and rows["hourly_usd"] > rows["unit"] > 0, rows
+
+
+def test_cross_mart_tests_judge_the_days_the_build_wrote(tmp_path_factory, envs):
+    """In an asset backfill another run may have built one mart of a day and not yet the other (CI saw
+    assert_sharing_conserves_totals fail a run on such a day). The cross-mart tests judge the days of the build's
+    window: a day outside it that disagrees does not fail them; inside the window, or with no window (the whole
+    mart), it does."""
+    wd = published_workdir(tmp_path_factory, "cross-mart-window")
+    warehouse = wd / "wh" / "kubeledger.duckdb"
+    con = duckdb.connect(str(warehouse))
+    try:
+        deleted = con.execute("delete from marts.fct_allocation_shared_daily where usage_date = ? returning 1",
+                              [D1]).fetchall()
+    finally:
+        con.close()
+    assert deleted
+    env = {**envs["ours"], "KUBELEDGER_WAREHOUSE": str(warehouse)}
+    tmp = tmp_path_factory.mktemp("cross-mart-dbt")
+
+    def sharing_test(*window: date) -> subprocess.CompletedProcess:
+        variables = {"min_ts": f"{window[0]} 00:00:00", "max_ts": f"{window[1]} 00:00:00"} if window else {}
+        return _dbt(tmp, env, "test", "--select", "assert_sharing_conserves_totals", "--vars", json.dumps(variables))
+
+    other_day = sharing_test(D2, D3)
+    assert other_day.returncode == 0 and "PASS assert_sharing_conserves_totals" in other_day.stdout, other_day.stdout[-3000:]
+    for failed in (sharing_test(D1, D2), sharing_test()):
+        assert failed.returncode == 1 and "FAIL 1 assert_sharing_conserves_totals" in failed.stdout, failed.stdout[-3000:]

@@ -1,5 +1,6 @@
 {#- the Dagster asset check's asset (the test refs several models) #}
 {{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}
+-- The days the build wrote only (built_days_filter, macros/windows.sql): in a backfill other days may be mid-build.
 -- METHOD A1/A10/A18 (blocking reconciliation, before sharing): per cluster and day,
 --   Σ workload CPU+RAM+GPU cost + Σ idle CPU+RAM+GPU cost = Σ node CPU+RAM+GPU asset cost
 -- within 1e-9 relative (floats_differ, macros/float_tolerance.sql), unless idle_clamped (the overshoot is
@@ -19,6 +20,7 @@ with allocation_nodes as (
             as allocated_compute_cost,
         coalesce(bool_or(idle_clamped), false) as idle_clamped
     from {{ ref('fct_allocation_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster, node
 ),
 
@@ -29,7 +31,7 @@ asset_nodes as (
         asset_name as node,
         sum(coalesce(cpu_cost, 0) + coalesce(ram_cost, 0) + coalesce(gpu_cost, 0)) as node_compute_cost
     from {{ ref('fct_asset_daily') }}
-    where asset_kind = 'node'
+    where asset_kind = 'node' and {{ built_days_filter() }}
     group by usage_date, cluster, asset_name
 ),
 

@@ -1,5 +1,6 @@
 {#- the Dagster asset check's asset (the test refs several models) #}
 {{ config(meta={'dagster': {'ref': {'name': 'fct_node_energy_daily'}}}) }}
+-- The days the build wrote only (built_days_filter, macros/windows.sql): in a backfill other days may be mid-build.
 -- METHOD B2/B6 (kubeledger rule: the node's unattributed energy, operational and embodied CO2e go to its
 -- __idle__ row, so nodes reconcile). Per node and day, over the allocation rows of the node (workload + idle):
 --   Σ energy_kwh (without PV storage energy, which is not node energy) = node energy_kwh
@@ -22,7 +23,7 @@ with allocation as (
         sum(coalesce(co2e_embodied_g, 0)) as co2e_embodied_g,
         coalesce(bool_or(idle_clamped), false) as any_idle_clamped
     from {{ ref('fct_allocation_daily') }}
-    where allocation_kind in ('workload', 'idle')
+    where allocation_kind in ('workload', 'idle') and {{ built_days_filter() }}
     group by usage_date, cluster, node
 ),
 
@@ -35,6 +36,7 @@ nodes as (
         sum(coalesce(co2e_operational_g, 0)) as co2e_operational_g,
         sum(coalesce(co2e_embodied_g, 0)) as co2e_embodied_g
     from {{ ref('fct_node_energy_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster, node
 ),
 

@@ -1,5 +1,6 @@
 {#- the Dagster asset check's asset (the test refs several models) #}
 {{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_daily'}}}) }}
+-- The days the build wrote only (built_days_filter, macros/windows.sql): in a backfill other days may be mid-build.
 -- METHOD A7/A9: persistent volumes and load balancers are fully allocated (pods + __unmounted__), never idle.
 -- Per cluster and day: Σ pv_cost over all allocation rows = Σ pv_cost of the volume assets, and
 -- Σ load_balancer_cost over all allocation rows = Σ load_balancer_cost of the load-balancer assets,
@@ -12,6 +13,7 @@ with allocation as (
         sum(coalesce(pv_cost, 0)) as pv_cost,
         sum(coalesce(load_balancer_cost, 0)) as load_balancer_cost
     from {{ ref('fct_allocation_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster
 ),
 
@@ -23,6 +25,7 @@ assets as (
         sum(case when asset_kind = 'load_balancer' then coalesce(load_balancer_cost, 0) else 0 end)
             as load_balancer_cost
     from {{ ref('fct_asset_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster
 ),
 

@@ -1,5 +1,6 @@
 {#- the Dagster asset check's asset (the test refs several models) #}
 {{ config(meta={'dagster': {'ref': {'name': 'fct_allocation_shared_daily'}}}) }}
+-- The days the build wrote only (built_days_filter, macros/windows.sql): in a backfill other days may be mid-build.
 -- Sharing moves cost, energy and carbon between rows; it never creates or loses any (METHOD A12, A18).
 -- Per cluster and day: Σ total_cost after sharing = Σ before + the monthly overhead for the day; Σ CO2e and Σ kWh
 -- are equal before and after. Rows returned = failures.
@@ -7,12 +8,14 @@
 with unshared as (
     select usage_date, cluster, sum(total_cost) as cost, sum(co2e_total_g) as co2e, sum(energy_kwh) as kwh
     from {{ ref('fct_allocation_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster
 ),
 
 shared as (
     select usage_date, cluster, sum(total_cost) as cost, sum(co2e_total_g) as co2e, sum(energy_kwh) as kwh
     from {{ ref('fct_allocation_shared_daily') }}
+    where {{ built_days_filter() }}
     group by usage_date, cluster
 ),
 
