@@ -44,6 +44,9 @@ def build_definitions(settings: Settings | None = None, config_path: str | None 
     checks = with_first_day(quality_checks, first)
 
     return dg.Definitions(
+        # every writing step holds the one DuckDB writer slot, so steps never ran side by side: a process per step
+        # (Dagster's default for UI runs and backfills) only added a Definitions import per step
+        executor=dg.in_process_executor,
         assets=assets,
         asset_checks=checks,
         jobs=[extract_job, reference_job, daily_job],
