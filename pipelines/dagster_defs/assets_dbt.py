@@ -249,8 +249,10 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
     root = run_folders_root(settings, asset_name)
     folder = root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{context.run_id[:8]}"
     folder.mkdir(parents=True, exist_ok=True)
-    partial = _partial_parse_seed(settings)
-    if partial is not None:  # dbt parses only what changed (dagster-dbt would copy target/'s)
+    # DuckDB: the project parsed once per process, without vars (dbt_runner.py), starts from the manifest's own
+    # partial-parse file; Spark parses per call (its configs depend on the lake), from the newest daily call's
+    partial = MANIFEST.parent / PARTIAL_PARSE if settings.engine == "duckdb" else _partial_parse_seed(settings)
+    if partial is not None and partial.is_file():  # dbt parses only what changed (dagster-dbt would copy target/'s)
         shutil.copyfile(partial, folder / PARTIAL_PARSE)
     try:
         with _in_use(folder):
@@ -261,7 +263,8 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
                                               dbt_project)
             else:  # dbt-duckdb in this process on the warehouse file: no dbt start-up per call (dbt_runner.py)
                 def build(dbt_args: list[str], project_dir: Path | None, env: dict[str, str]) -> DbtCall:
-                    return invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env})
+                    return invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env},
+                                      parsed_in=(str(MANIFEST), folder))
 
                 yield from dbt_asset_events(context, args, folder, MANIFEST, TRANSLATOR, dbt_project, build,
                                             "DuckDB")

@@ -7,10 +7,17 @@ the dicts `dbt --log-format json` prints, and dagster-dbt turns them into Dagste
 dbt keeps process-wide state (flags, adapters, the invocation context), so calls are serialised. dbt-duckdb keeps
 its DuckDB environment (an open database) after a call; `release_duckdb` closes it, so the next connection the run
 makes to the warehouse file (the extracts, the checks, publish) opens it with its own configuration.
+
+A call may reuse the project parsed once per process (`parsed_in`, dbt's documented `dbtRunner(manifest=...)`):
+dbt throws its partial-parse file away whenever `--vars` change, and every daily call passes its day as vars, so
+each new day re-parsed the whole project (8-10 s). The project resolves no var at parse time (no var in a config,
+a ref or a source: tests/unit/test_dbt_runner.py checks it), so the manifest parsed without vars is the one every
+window's call would parse; the vars still reach each call's compile through its own runtime config.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +28,7 @@ from pipelines import DBT_PROJECT_DIR
 from pipelines.environ import scoped_environ
 
 _DBT_LOCK = threading.Lock()
+_PARSED: dict[str, Any] = {}  # the caller's key for the project as it is (its manifest's path) -> dbt's Manifest
 
 
 @dataclass
@@ -46,8 +54,26 @@ def dbt_cli_args(args: list[str], target_path: Path, project_dir: Path | None = 
             "--target-path", str(target_path), "--log-path", str(target_path), "--no-use-colors"]
 
 
-def invoke_dbt(args: list[str], env: Mapping[str, str]) -> DbtCall:
-    """`dbt <args>` in this process with `env` set for the call only."""
+def _parsed_manifest(key: str, target_path: Path) -> Any:
+    """The project (the default target, no vars) parsed once per process, `key` and profile environment, its dbt
+    log and partial-parse file in `target_path`; None when the parse fails (the call then parses itself, and
+    reports what is wrong). Called with the call's environment set."""
+    # the profile is part of what dbt parses (the warehouse file's name is every relation's database)
+    key = "|".join([key, *(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KUBELEDGER_"))])
+    if key not in _PARSED:
+        from dbt.cli.main import dbtRunner
+
+        result = dbtRunner().invoke(dbt_cli_args(["parse", "--no-write-json"], target_path))
+        if not result.success:
+            return None
+        _PARSED.clear()  # one project kept: a manifest is tens of MB, and a process runs one warehouse at a time
+        _PARSED[key] = result.result
+    return _PARSED[key]
+
+
+def invoke_dbt(args: list[str], env: Mapping[str, str], parsed_in: tuple[str, Path] | None = None) -> DbtCall:
+    """`dbt <args>` in this process with `env` set for the call only; with `parsed_in` = (key, target path), on
+    the project parsed once per process and key (see the module's docstring) instead of a parse per call."""
     from dbt.cli.main import dbtRunner
     from dbt_common.events.functions import msg_to_dict
 
@@ -62,7 +88,8 @@ def invoke_dbt(args: list[str], env: Mapping[str, str]) -> DbtCall:
 
     with _DBT_LOCK, scoped_environ(env):
         try:
-            result = dbtRunner(callbacks=[collect]).invoke(args)
+            manifest = _parsed_manifest(*parsed_in) if parsed_in is not None else None
+            result = dbtRunner(manifest=manifest, callbacks=[collect]).invoke(args)
         finally:
             release_duckdb()
     call.success, call.exception = bool(result.success), result.exception

@@ -55,6 +55,11 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # never INT96: DuckDB reads it as written
         "spark.sql.sources.partitionOverwriteMode": "dynamic",  # insert_overwrite replaces only the built days
         "spark.sql.shuffle.partitions": "4",  # a day of one cluster is small; 200 tasks per shuffle are overhead
+        # Spark inlines every CTE, so a model's plan repeats its shared CTEs (int_volumes_allocated_hourly scans one
+        # input 100+ times): the optimizer's constraint propagation and the dynamic partition pruning subqueries
+        # over such plans cost more than they save on a day's partitions (the daily build -19 %, BENCHMARKS.md)
+        "spark.sql.constraintPropagation.enabled": "false",
+        "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
         "spark.ui.enabled": "false",
         "spark.log.level": "ERROR",  # from the JVM's start: dbt reports the failures that matter
         "spark.ui.showConsoleProgress": "false",

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.fixtures.pipeline_workdir import run_temp
 from tests.fixtures.ports import free_port
 from tests.fixtures.prom_coverage import coverage_clusters
 from tests.fixtures.prom_fleet import fleet_clusters
@@ -42,12 +43,6 @@ def _binaries() -> tuple[str, str] | None:
         pytest.fail(msg)
     pytest.skip(msg)
     return None
-
-
-def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The pytest run's temp folder: under pytest-xdist the parent of the workers' own (popen-gw0, popen-gw1)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def _backfilled_blocks(tool: str, data: Path, shared: Path) -> Path:
@@ -80,7 +75,7 @@ def prometheus_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pr
     data = root / "scenario.om"
     expected = write_scenario(data, {"small": 0, "big": 40, **fleet_clusters(), **coverage_clusters()})
     tsdb = root / "tsdb"
-    shutil.copytree(_backfilled_blocks(tool, data, _run_temp(tmp_path_factory)), tsdb)
+    shutil.copytree(_backfilled_blocks(tool, data, run_temp(tmp_path_factory)), tsdb)
     cfg = root / "prom.yml"
     cfg.write_text(PROM_CONFIG)
     port = free_port()
