@@ -109,7 +109,7 @@ def test_prune_runs_deletes_old_runs_but_never_a_days_latest_build(tmp_path: Pat
         assert not (shards / f"{first}.db").exists() and not (shards / f"{failed}.db").exists()
 
 
-# --- slow: five real materialisations ------------------------------------------------------------------------
+# --- slow: KEEP + 1 real materialisations-----------------------------------------------------------------------
 
 def _tracked(folder: Path) -> set[str]:
     out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=PROJECT_ROOT, capture_output=True,
