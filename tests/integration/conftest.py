@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.fixtures.pipeline_workdir import run_temp
+from tests.fixtures.pipeline_workdir import built_once, run_temp
 from tests.fixtures.ports import free_port
 from tests.fixtures.prom_coverage import coverage_clusters
 from tests.fixtures.prom_fleet import fleet_clusters
@@ -50,17 +49,9 @@ def _backfilled_blocks(tool: str, data: Path, shared: Path) -> Path:
     lock makes the others wait for the first); each worker copies them into its own TSDB folder, since a Prometheus
     locks its data folder. The backfill takes minutes on a loaded 2-core runner: once, not once per worker."""
     digest = hashlib.sha256(data.read_bytes()).hexdigest()[:16]
-    blocks = shared / f"prom-blocks-{digest}"
-    with (shared / f"prom-blocks-{digest}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not blocks.is_dir():
-            work = shared / f".prom-blocks-{digest}.{os.getpid()}"
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir()
-            subprocess.run([tool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(work)],
-                           check=True, capture_output=True, timeout=600)  # minutes on a loaded 2-core runner
-            work.rename(blocks)
-    return blocks
+    return built_once(shared, f"prom-blocks-{digest}", lambda work: subprocess.run(
+        [tool, "tsdb", "create-blocks-from", "openmetrics", str(data), str(work)],
+        check=True, capture_output=True, timeout=600))  # minutes on a loaded 2-core runner
 
 
 @pytest.fixture(scope="session")
