@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import DBT_PROJECT_DIR, PROJECT_ROOT
+from pipelines import DBT_PROJECT_DIR, PROJECT_ROOT, SEEDS_DIR
 from pipelines.settings import Settings
 
 
@@ -24,7 +24,7 @@ def fingerprint_path(settings: Settings) -> Path:
 
 def reference_fingerprint(settings: Settings) -> str:
     h = hashlib.sha256()
-    files = sorted((PROJECT_ROOT / "seeds").rglob("*")) + [DBT_PROJECT_DIR / "dbt_project.yml",
+    files = sorted(SEEDS_DIR.rglob("*")) + [DBT_PROJECT_DIR / "dbt_project.yml",
                                                            PROJECT_ROOT / "pipelines" / "sources" / "pricing.py"]
     for name in (settings.pricing.instance_sheet, settings.pricing.node_csv, settings.pricing.custom_file):
         if name:
@@ -40,6 +40,8 @@ def reference_fingerprint(settings: Settings) -> str:
 
 
 def _seeds_loaded(settings: Settings) -> bool:
+    if settings.engine == "spark":
+        return _spark_seeds_loaded(settings)
     if not settings.warehouse_path.exists():
         return False
     try:
@@ -51,6 +53,19 @@ def _seeds_loaded(settings: Settings) -> bool:
     finally:
         con.close()
     return bool(row and row[0])
+
+
+def _spark_seeds_loaded(settings: Settings) -> bool:
+    """On local Spark the seeds are managed tables under the state folder (metastore and data files): each seed's
+    folder must hold the files of a completed write (`_SUCCESS`). A cluster's metastore is not readable from here,
+    so there the job always runs."""
+    from pipelines.engines.spark_session import is_local
+
+    state = settings.spark_state_dir
+    if not is_local(settings.lake.spark.master) or not (state / "metastore_db").is_dir():
+        return False
+    tables = state / "warehouse" / "seeds.db"
+    return all((tables / seed.stem / "_SUCCESS").is_file() for seed in SEEDS_DIR.glob("*.csv"))
 
 
 def reference_is_current(settings: Settings) -> bool:

@@ -28,6 +28,8 @@ from pipelines import DBT_PROJECT_DIR
 from pipelines.environ import scoped_environ
 
 _DBT_LOCK = threading.Lock()
+# the events dagster-dbt turns into Dagster events (DbtCoreCliEventMessage.is_result_event); each carries node_info
+RESULT_EVENTS = frozenset({"LogSeedResult", "LogModelResult", "LogSnapshotResult", "LogTestResult"})
 _PARSED: dict[str, Any] = {}  # the caller's key for the project as it is (its manifest's path) -> dbt's Manifest
 
 
@@ -80,11 +82,13 @@ def invoke_dbt(args: list[str], env: Mapping[str, str], parsed_in: tuple[str, Pa
     call = DbtCall(success=False)
 
     def collect(msg: Any) -> None:
-        event = msg_to_dict(msg)
-        if event.get("data", {}).get("node_info", {}).get("unique_id"):
-            call.events.append(event)
-        if event.get("info", {}).get("level") == "error":
-            call.errors.append(event["info"].get("msg", ""))
+        # dbt fires thousands of events a build (a debug line per SQL statement); only the node results become
+        # Dagster events, so only those are converted to dicts
+        info = msg.info
+        if info.name in RESULT_EVENTS and msg.data.node_info.unique_id:
+            call.events.append(msg_to_dict(msg))
+        if info.level == "error":
+            call.errors.append(info.msg)
 
     with _DBT_LOCK, scoped_environ(env):
         try:

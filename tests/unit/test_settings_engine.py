@@ -61,3 +61,30 @@ def test_check_config_shows_engine(tmp_path: Path) -> None:
                                           "s3cr3t, spark.sql.shuffle.partitions: 4}}}\n"))
     assert spark.name == "engine spark" and "master local[2]" in spark.detail
     assert "spark.sql.shuffle.partitions=4" in spark.detail and "s3cr3t" not in spark.detail
+
+
+def test_reference_is_current_on_local_spark_when_every_seed_table_is_whole(tmp_path: Path) -> None:
+    """On Spark the seeds are tables of the local metastore, not of the DuckDB file: the reference job is skipped
+    when the fingerprint matches and every seed's table folder holds a completed write (before, the DuckDB check
+    always failed on Spark and every daily run reloaded the seeds: ~45 s, BENCHMARKS.md)."""
+    from pipelines import SEEDS_DIR
+    from pipelines.reference_inputs import record_reference, reference_is_current
+
+    s = _load(tmp_path, "engine: spark\nclusters: [{name: a}]\n")
+    record_reference(s)
+    assert not reference_is_current(s)  # no metastore yet
+    tables = s.spark_state_dir / "warehouse" / "seeds.db"
+    (s.spark_state_dir / "metastore_db").mkdir(parents=True)
+    seeds = sorted(p.stem for p in SEEDS_DIR.glob("*.csv"))
+    for name in seeds:
+        (tables / name).mkdir(parents=True)
+        (tables / name / "part-00000.parquet").write_bytes(b"x")
+    assert not reference_is_current(s)  # files without _SUCCESS: a write that did not complete
+    for name in seeds:
+        (tables / name / "_SUCCESS").write_bytes(b"")
+    assert reference_is_current(s)
+    (tables / seeds[0] / "_SUCCESS").unlink()
+    assert not reference_is_current(s)  # one seed table missing: the job runs
+    (tables / seeds[0] / "_SUCCESS").write_bytes(b"")
+    remote = _load(tmp_path, "engine: spark\nclusters: [{name: a}]\nlake: {spark: {master: 'spark://h:7077'}}\n")
+    assert not reference_is_current(remote)  # a cluster's metastore is not readable from here: always run
