@@ -86,6 +86,7 @@ Read from {{ source }}; written {{ written }}.</p>
   <div class="label">vs previous {{ num("cluster_cost_change", change(all_row.total_cost, all_row.prev_total_cost), "change", cluster="__all__", start=s, end=e) }}</div></div>
  <div class="card"><div class="label">Energy</div><div class="big">{{ num("cluster_kwh", all_row.energy_kwh, "kwh", cluster="__all__", start=s, end=e) }}</div></div>
  <div class="card"><div class="label">CO2e</div><div class="big">{{ num("cluster_co2e_g", all_row.co2e_total_g, "co2e_g", cluster="__all__", start=s, end=e) }}</div>
+  <div class="label">operational {{ num("cluster_co2e_operational_g", all_row.co2e_operational_g, "co2e_g", cluster="__all__", start=s, end=e) }}, embodied {{ num("cluster_co2e_embodied_g", all_row.co2e_embodied_g, "co2e_g", cluster="__all__", start=s, end=e) }}</div>
   <div class="label">vs previous {{ num("cluster_co2e_change", change(all_row.co2e_total_g, all_row.prev_co2e_total_g), "change", cluster="__all__", start=s, end=e) }}</div></div>
  <div class="card"><div class="label">Idle share of node compute cost</div><div class="big">{{ num("cluster_idle_share", all_row.idle_share, "share", cluster="__all__", start=s, end=e) }}</div></div>
  <div class="card"><div class="label">CO2e on estimated inputs</div><div class="big">{{ num("cluster_co2e_estimated_share", all_row.co2e_estimated_share, "share", cluster="__all__", start=s, end=e) }}</div></div>
@@ -93,7 +94,7 @@ Read from {{ source }}; written {{ written }}.</p>
 
 <h2>Clusters</h2>
 <table id="clusters"><tr><th>cluster</th><th class="r">days</th><th class="r">cost</th><th class="r">vs previous</th><th class="r">energy</th>
-<th class="r">CO2e</th><th class="r">vs previous</th><th class="r">idle cost</th><th class="r">idle share</th><th class="r">CO2e estimated</th><th class="r">cost estimated</th></tr>
+<th class="r">CO2e</th><th class="r">operational</th><th class="r">embodied</th><th class="r">vs previous</th><th class="r">idle cost</th><th class="r">idle share</th><th class="r">CO2e estimated</th><th class="r">cost estimated</th></tr>
 {% for c in clusters %}
 <tr><td>{{ "all clusters" if c.cluster == "__all__" else c.cluster }}</td>
 <td class="r">{{ num("cluster_days", c.days, "count", cluster=c.cluster, start=s, end=e) }}</td>
@@ -101,6 +102,8 @@ Read from {{ source }}; written {{ written }}.</p>
 <td class="r">{{ num("cluster_cost_change", change(c.total_cost, c.prev_total_cost), "change", cluster=c.cluster, start=s, end=e) }}</td>
 <td class="r">{{ num("cluster_kwh", c.energy_kwh, "kwh", cluster=c.cluster, start=s, end=e) }}</td>
 <td class="r">{{ num("cluster_co2e_g", c.co2e_total_g, "co2e_g", cluster=c.cluster, start=s, end=e) }}</td>
+<td class="r">{{ num("cluster_co2e_operational_g", c.co2e_operational_g, "co2e_g", cluster=c.cluster, start=s, end=e) }}</td>
+<td class="r">{{ num("cluster_co2e_embodied_g", c.co2e_embodied_g, "co2e_g", cluster=c.cluster, start=s, end=e) }}</td>
 <td class="r">{{ num("cluster_co2e_change", change(c.co2e_total_g, c.prev_co2e_total_g), "change", cluster=c.cluster, start=s, end=e) }}</td>
 <td class="r">{{ num("cluster_idle_cost", c.idle_cost, "usd", cluster=c.cluster, start=s, end=e) }}</td>
 <td class="r">{{ num("cluster_idle_share", c.idle_share, "share", cluster=c.cluster, start=s, end=e) }}</td>
@@ -108,7 +111,8 @@ Read from {{ source }}; written {{ written }}.</p>
 <td class="r">{{ num("cluster_cost_estimated_share", c.cost_estimated_share, "share", cluster=c.cluster, start=s, end=e) }}</td></tr>
 {% endfor %}
 </table>
-<p class="muted">Idle share: idle cost over node compute cost (CPU, RAM, GPU), as the mart's idle_percentage. Estimated shares:
+<p class="muted">CO2e = operational (energy × grid intensity × PUE) + embodied (the hardware's manufacturing share).
+Idle share: idle cost over node compute cost (CPU, RAM, GPU), as the mart's idle_percentage. Estimated shares:
 the part of CO2e (cost) on allocation rows whose energy/carbon (price) inputs include a fallback.</p>
 
 <h2>Last {{ chart_days }} days</h2>
@@ -149,17 +153,20 @@ the part of CO2e (cost) on allocation rows whose energy/carbon (price) inputs in
 
 <h2>How much is estimated, and why</h2>
 <p>{{ num("cluster_co2e_estimated_share", all_row.co2e_estimated_share, "share", cluster="__all__", start=s, end=e) }} of the CO2e
-in this period rests on an estimated energy or carbon input. Per reason (a row may carry several, so the shares overlap):</p>
-<table id="reasons"><tr><th>reason</th><th class="r">allocation rows</th><th class="r">CO2e on those rows</th><th class="r">share of CO2e</th>
+and {{ num("cluster_cost_estimated_share", all_row.cost_estimated_share, "share", cluster="__all__", start=s, end=e) }} of the cost
+in this period rest on an estimated input. Each reason's share is of the quantity it affects (a cost reason against cost, a carbon reason
+against CO2e; a dash where it affects the other). A row can carry several reasons, so the shares overlap and may add up to more than
+those headline figures, but none exceeds its quantity's.</p>
+<table id="reasons"><tr><th>reason</th><th>affects</th><th class="r">allocation rows</th><th class="r">CO2e on those rows</th><th class="r">share of CO2e</th>
 <th class="r">cost on those rows</th><th class="r">share of cost</th></tr>
 {% for r in reasons %}
-<tr><td><code>{{ r.reason }}</code></td>
+<tr><td><code>{{ r.reason }}</code></td><td>{{ r.affects }}</td>
 <td class="r">{{ num("reason_rows", r.allocation_rows, "count", reason=r.reason, start=s, end=e) }}</td>
 <td class="r">{{ num("reason_co2e_g", r.co2e_total_g, "co2e_g", reason=r.reason, start=s, end=e) }}</td>
 <td class="r">{{ num("reason_co2e_share", r.co2e_share, "share", reason=r.reason, start=s, end=e) }}</td>
 <td class="r">{{ num("reason_cost", r.total_cost, "usd", reason=r.reason, start=s, end=e) }}</td>
 <td class="r">{{ num("reason_cost_share", r.cost_share, "share", reason=r.reason, start=s, end=e) }}</td></tr>
-{% else %}<tr><td colspan="6">No estimated inputs in this period.</td></tr>
+{% else %}<tr><td colspan="7">No estimated inputs in this period.</td></tr>
 {% endfor %}
 </table>
 <p class="muted">Each code, whether it makes cost or carbon uncertain, and when it is set: docs/METHOD.md, "Reason codes".</p>
@@ -190,6 +197,8 @@ build it with a kubeledger version that has recommendations to see what to chang
 <td class="r">{{ num("recommendation_co2e_g", r.saving_co2e_g_per_month, "co2e_g", **keys) }}</td>
 <td>{{ ("yes: " ~ (r.estimation_reasons | replace(",", ", "))) if r.is_estimated else "no" }}</td></tr>
 {% endfor %}</table>
+<p class="muted">CO2e per month is operational plus embodied: a smaller request saves the embodied share of the hardware it
+frees even where it saves no energy (CPU energy follows usage, not requests; memory energy follows what is held), so CO2e can show beside 0 kWh.</p>
 {% endif %}
 <p class="muted">kubeledger {{ version }}. Every figure on this page carries its value and keys in data-* attributes.</p>
 </body></html>

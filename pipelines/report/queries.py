@@ -12,6 +12,8 @@ from typing import Any
 
 import duckdb
 
+from pipelines.report.reason_codes import reason_codes
+
 CHART_DAYS = 30  # the charts cover the 30 days ending on the period's last day
 TOP_N = 10
 RECOMMENDATION_MART = "fct_recommendation_daily"
@@ -66,7 +68,8 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[d
 
 
 def cluster_totals(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
-    """Per cluster, then all clusters (cluster '__all__'): cost, energy, CO2e, idle share (idle cost over node
+    """Per cluster, then all clusters (cluster '__all__'): cost, energy, CO2e (and its operational and embodied
+    parts), idle share (idle cost over node
     compute cost, as the mart's idle_percentage) and the CO2e/cost shares on estimated rows (the mart's daily
     shares weighted by the day's CO2e / cost), for the period and the previous one."""
     prev = period.previous()
@@ -77,6 +80,8 @@ def cluster_totals(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[
                    sum(total_cost) filter (where usage_date >= ?) as total_cost,
                    sum(energy_kwh) filter (where usage_date >= ?) as energy_kwh,
                    sum(co2e_total_g) filter (where usage_date >= ?) as co2e_total_g,
+                   sum(co2e_operational_g) filter (where usage_date >= ?) as co2e_operational_g,
+                   sum(co2e_embodied_g) filter (where usage_date >= ?) as co2e_embodied_g,
                    sum(idle_cost) filter (where usage_date >= ?) as idle_cost,
                    sum(idle_cost) filter (where usage_date >= ?)
                        / nullif(sum(node_compute_cost) filter (where usage_date >= ?), 0) as idle_share,
@@ -91,7 +96,7 @@ def cluster_totals(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[
             group by grouping sets ((cluster), ())
         )
         select * from totals order by cluster = '__all__', cluster
-        """, [period.start] * 11 + [period.start] * 2 + [prev.start, period.end])
+        """, [period.start] * 15 + [prev.start, period.end])
 
 
 def daily_series(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
@@ -131,8 +136,11 @@ def top_groups(con: duckdb.DuckDBPyConnection, period: Period, level: str, order
 
 
 def estimation_reasons(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
-    """Per reason code: the CO2e and cost on allocation rows that carry it, and their shares of the period's
-    totals. A row may carry several reasons, so the shares overlap."""
+    """Per reason code: the CO2e and cost on allocation rows that carry it, what it affects (reason_codes.py, the
+    marts' lists) and its share of the quantity it affects only: a cost-only reason has no CO2e share, a carbon
+    reason no cost share. A row may carry several reasons, so the shares overlap; each is at most the headline
+    estimated share of its quantity (the rows of one reason are among the rows of any)."""
+    codes = reason_codes()
     return _rows(con, """
         with tagged as (
             select co2e_total_g, total_cost, unnest(string_split(estimation_reasons, ',')) as reason
@@ -142,13 +150,23 @@ def estimation_reasons(con: duckdb.DuckDBPyConnection, period: Period) -> list[d
         totals as (
             select sum(co2e_total_g) as co2e, sum(total_cost) as cost
             from marts.fct_allocation_daily where usage_date between ? and ?
+        ),
+        per_reason as (
+            select reason, count(*) as allocation_rows, sum(co2e_total_g) as co2e_total_g,
+                   sum(total_cost) as total_cost, list_contains(?, reason) as affects_carbon,
+                   list_contains(?, reason) as affects_cost,
+                   any_value(totals.co2e) as period_co2e, any_value(totals.cost) as period_cost
+            from tagged cross join totals
+            group by reason
         )
-        select reason, count(*) as allocation_rows,
-               sum(co2e_total_g) as co2e_total_g, sum(co2e_total_g) / nullif(any_value(totals.co2e), 0) as co2e_share,
-               sum(total_cost) as total_cost, sum(total_cost) / nullif(any_value(totals.cost), 0) as cost_share
-        from tagged cross join totals
-        group by reason order by co2e_total_g desc, reason
-        """, [period.start, period.end] * 2)
+        select reason, allocation_rows, co2e_total_g,
+               case when affects_carbon then co2e_total_g / nullif(period_co2e, 0) end as co2e_share,
+               total_cost, case when affects_cost then total_cost / nullif(period_cost, 0) end as cost_share,
+               case when affects_carbon and affects_cost then 'cost and carbon' when affects_carbon then 'carbon'
+                    when affects_cost then 'cost' else 'neither' end as affects
+        from per_reason
+        order by co2e_share desc nulls last, cost_share desc nulls last, reason
+        """, [period.start, period.end] * 2 + [list(codes["carbon"]), list(codes["cost"])])
 
 
 def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:

@@ -17,6 +17,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from pipelines.report.reason_codes import reason_codes
 from pipelines.report.writer import prune_reports
 from pipelines.warehouse import publish
 from tests.fixtures.pipeline_workdir import D1, D2, D3, FOREIGN_ENV, published_workdir, run_cli
@@ -164,14 +165,16 @@ def _reasons(con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str
             out[reason]["reason_rows"] += 1
             out[reason]["reason_co2e_g"] += co2e
             out[reason]["reason_cost"] += cost
-    for v in out.values():
-        v["reason_co2e_share"] = v["reason_co2e_g"] / total_co2e
-        v["reason_cost_share"] = v["reason_cost"] / total_cost
+    codes = reason_codes()
+    for reason, v in out.items():  # a share only of the quantity the reason affects
+        v["reason_co2e_share"] = v["reason_co2e_g"] / total_co2e if reason in codes["carbon"] else None
+        v["reason_cost_share"] = v["reason_cost"] / total_cost if reason in codes["cost"] else None
     return out
 
 
 CLUSTER_EXPR = {
     "cluster_cost": "sum(total_cost)", "cluster_kwh": "sum(energy_kwh)", "cluster_co2e_g": "sum(co2e_total_g)",
+    "cluster_co2e_operational_g": "sum(co2e_operational_g)", "cluster_co2e_embodied_g": "sum(co2e_embodied_g)",
     "cluster_idle_cost": "sum(idle_cost)", "cluster_days": "count(distinct usage_date)",
     "cluster_idle_share": "sum(idle_cost) / sum(node_compute_cost)",
     "cluster_co2e_estimated_share": "sum(co2e_estimated_share * co2e_total_g) / sum(co2e_total_g)",
@@ -207,6 +210,24 @@ def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
         return con.execute(f"select {KIND_EXPR[m]} from marts.fct_recommendation_daily "  # noqa: S608
                            "where kind = ? and usage_date = ?", [a["data-kind"], start]).fetchone()[0]
     raise AssertionError(f"a number the test does not know how to check: {a}")
+
+
+def _reason_shares_within_their_headline(page: Page) -> None:
+    """Each reason's share is of the quantity it affects only (a cost reason has no CO2e share), ≤ 100 % and at
+    most that quantity's headline estimated share: the report's estimation section cannot contradict itself."""
+    headline = {a["data-metric"]: float(a["data-value"]) for a in page.numbers if a.get("data-cluster") == "__all__"
+                and a["data-metric"] in ("cluster_co2e_estimated_share", "cluster_cost_estimated_share")}
+    codes = reason_codes()
+    shares = [(a["data-metric"], a["data-reason"], a["data-value"]) for a in page.numbers
+              if a["data-metric"] in ("reason_co2e_share", "reason_cost_share")]
+    assert shares
+    for metric, reason, value in shares:
+        quantity = "carbon" if metric == "reason_co2e_share" else "cost"
+        if reason not in codes[quantity]:
+            assert value == "", (metric, reason, value)  # not this reason's quantity: a dash
+            continue
+        limit = headline["cluster_co2e_estimated_share" if quantity == "carbon" else "cluster_cost_estimated_share"]
+        assert 0 <= float(value) <= min(limit, 1.0) + 1e-12, (metric, reason, value, limit)
 
 
 def check_numbers(page: Page, serving: Path) -> int:
@@ -303,6 +324,7 @@ def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_pa
     assert {"cluster_cost", "cluster_co2e_g", "cluster_idle_share", "namespace_cost", "controller_co2e_g",
             "reason_co2e_share", "recommendation_usd", "recommendation_co2e_g", "daily_total_cost"} <= metrics
     assert check_numbers(page, workdir / "wh" / "serving.duckdb") > 50
+    _reason_shares_within_their_headline(page)
     # no figure shown outside a traceable element
     loose = re.findall(r"\$\s*\d|\d\.\d+\s*(?:kWh|kg|%)", " ".join(page.plain))
     assert loose == []
