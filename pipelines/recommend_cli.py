@@ -24,7 +24,7 @@ from pipelines.settings import Settings
 
 CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth", "savingKwhPerMonth",
               "savingCo2eGPerMonth", "confidence", "daysOfData", "hoursCovered", "isEstimated", "estimationReasons",
-              "id")
+              "id", "cpuLatest", "cpuRecommended", "memoryLatest", "memoryRecommended")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

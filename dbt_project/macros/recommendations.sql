@@ -68,6 +68,13 @@
     cast(cast(round({{ expr }}) as bigint) as string)
 {%- endmacro %}
 
+{# Text of a Kubernetes quantity in whole units (millicores, Mi), rounded up as Kubernetes users size requests: the
+   one rule of the action text, the API and the CSV (pipelines/serving/savings.py `k8s_whole` applies the same
+   ceil with the same 1e-9 allowance, so a value that is whole up to float error is not bumped to the next unit). #}
+{% macro rec_quantity_text(expr) -%}
+    cast(cast(ceil({{ expr }} - 1e-9) as bigint) as string)
+{%- endmacro %}
+
 {# The columns every recommendation model ends with, in the mart's order (after the kind's own columns). #}
 {% macro rec_common_columns(kind, namespace, controller_kind, controller, container, target, action, evidence,
                             days_col='days_of_data', hours_col='hours_covered', reasons_col='estimation_reasons',

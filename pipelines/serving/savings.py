@@ -116,17 +116,19 @@ def _float(v: Any) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
-def _whole(x: float, up: bool) -> int:
-    # a recommendation is rounded up (never below what was computed); an observed request to the nearest unit
-    return math.ceil(x - 1e-9) if up else round(x)
+def k8s_whole(x: float) -> int:
+    """A Kubernetes quantity in whole units, rounded up: the action text's rule (macros/recommendations.sql
+    `rec_quantity_text`, the same ceil and 1e-9 allowance), for the recommended and the current request alike."""
+    return math.ceil(x - 1e-9)
 
 
-def _millicores(cores: Any, up: bool = False) -> str:
-    return "" if cores is None else f"{_whole(float(cores) * 1000, up)}m"
+def _millicores(cores: Any) -> str:
+    return "" if cores is None or (isinstance(cores, float) and math.isnan(cores)) else \
+        f"{k8s_whole(float(cores) * 1000)}m"
 
 
-def _mebibytes(b: Any, up: bool = False) -> str:
-    return "" if b is None else f"{_whole(float(b) / MIB, up)}Mi"
+def _mebibytes(b: Any) -> str:
+    return "" if b is None or (isinstance(b, float) and math.isnan(b)) else f"{k8s_whole(float(b) / MIB)}Mi"
 
 
 def request_sizing_row(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,8 +138,8 @@ def request_sizing_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "clusterID": r["cluster"], "namespace": r["namespace"],
         "controllerKind": (r["controller_kind"] or "").lower(), "controllerName": r["controller"],
         "containerName": r["container"],
-        "recommendedRequest": {"cpu": _millicores(r["recommended_cpu_request_cores"], up=True),
-                               "memory": _mebibytes(r["recommended_ram_request_bytes"], up=True)},
+        "recommendedRequest": {"cpu": _millicores(r["recommended_cpu_request_cores"]),
+                               "memory": _mebibytes(r["recommended_ram_request_bytes"])},
         "monthlySavings": {"cpu": _float(ev.get("saving_cpu_usd_per_month")),
                            "memory": _float(ev.get("saving_ram_usd_per_month"))},
         "latestKnownRequest": {"cpu": _millicores(r["current_cpu_request_cores"]),
@@ -160,6 +162,11 @@ def recommendation_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "recommendedCpuRequestCores": _float(r["recommended_cpu_request_cores"]),
         "currentRamRequestBytes": _float(r["current_ram_request_bytes"]),
         "recommendedRamRequestBytes": _float(r["recommended_ram_request_bytes"]),
+        # the same quantities as the action text and requestSizingV2 write them (k8s_whole); null without one
+        "cpuLatest": _millicores(r["current_cpu_request_cores"]) or None,
+        "cpuRecommended": _millicores(r["recommended_cpu_request_cores"]) or None,
+        "memoryLatest": _mebibytes(r["current_ram_request_bytes"]) or None,
+        "memoryRecommended": _mebibytes(r["recommended_ram_request_bytes"]) or None,
         "savingUsdPerMonth": _float(r["saving_usd_per_month"]),
         "savingKwhPerMonth": _float(r["saving_kwh_per_month"]),
         "savingCo2eGPerMonth": _float(r["saving_co2e_g_per_month"]),

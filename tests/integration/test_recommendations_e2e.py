@@ -7,8 +7,11 @@ CronJob), the well-sized Deployment gets none, and `kubeledger recommend` and th
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
 import subprocess
 from datetime import date
 
@@ -131,3 +134,39 @@ def test_request_sizing_v2_answers_from_the_mart(workdir, recs):
     assert row["monthlySavings"]["cpu"] + row["monthlySavings"]["memory"] == pytest.approx(
         want["saving_usd_per_month"])
     assert all(x["namespace"] == "showcase" for x in reply.payload)
+
+
+ACTION_RE = re.compile(r"^Set requests to (\d+)m CPU and (\d+)Mi memory \(now (\d+m|none), (\d+Mi|none)\)$")
+
+
+def test_text_api_and_csv_print_the_same_quantities(workdir, recs):
+    """One rounding rule (Kubernetes quantities rounded up) for the action text, requestSizingV2 and the CSV:
+    before, the text rounded to the nearest unit (195m / 741Mi) where the API rounded up (196m / 742Mi)."""
+    rows = [r for r in recs if r["kind"] == "container_rightsizing"]
+    assert rows
+    settings = load_settings(str(workdir / "kubeledger.yaml"))
+    con = duckdb.connect(str(workdir / "wh" / "serving.duckdb"), read_only=True)
+    try:
+        reply = savings_routes(settings)["/model/savings/requestSizingV2"].fn(
+            con.cursor(), {"window": "2026-03-01T00:00:00Z,2026-03-08T00:00:00Z"})
+    finally:
+        con.close()
+    api = {(x["namespace"], x["controllerName"], x["containerName"]): x for x in reply.payload}
+    proc = subprocess.run(cli_args(workdir, "recommend", "--format", "csv", "--kind", "container_rightsizing"),
+                          cwd=workdir, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    csv_rows = {r["id"]: r for r in csv.DictReader(io.StringIO(proc.stdout))}
+    for r in rows:
+        m = ACTION_RE.match(r["action"])
+        assert m, r["action"]
+        cpu, mem, cpu_now, mem_now = m.groups()
+        # the rule itself, from the mart's raw numbers: up to the next whole unit, float error allowed
+        assert int(cpu) == math.ceil(r["recommended_cpu_request_cores"] * 1000 - 1e-9), r
+        assert int(mem) == math.ceil(r["recommended_ram_request_bytes"] / 2**20 - 1e-9), r
+        x = api[(r["namespace"], r["controller"], r["container"])]
+        assert (x["recommendedRequest"]["cpu"], x["recommendedRequest"]["memory"]) == (f"{cpu}m", f"{mem}Mi")
+        assert (x["latestKnownRequest"]["cpu"] or "none", x["latestKnownRequest"]["memory"] or "none") == \
+            (cpu_now, mem_now)
+        c = csv_rows[r["recommendation_id"]]
+        assert (c["cpuRecommended"], c["memoryRecommended"]) == (f"{cpu}m", f"{mem}Mi")
+        assert (c["cpuLatest"] or "none", c["memoryLatest"] or "none") == (cpu_now, mem_now)

@@ -154,6 +154,7 @@ def test_kubeledger_recommendations(cur):
         "container": None, "target": "ops/deployment/old", "action": "do it", "windowDays": 7, "daysOfData": 7,
         "hoursCovered": 168, "confidence": "high", "currentCpuRequestCores": None,
         "recommendedCpuRequestCores": None, "currentRamRequestBytes": None, "recommendedRamRequestBytes": None,
+        "cpuLatest": None, "cpuRecommended": None, "memoryLatest": None, "memoryRecommended": None,
         "savingUsdPerMonth": 12.0, "savingKwhPerMonth": 3.0, "savingCo2eGPerMonth": 1500.0, "isEstimated": False,
         "estimationReasons": "", "evidence": {}}
     assert rows[1]["evidence"] == {"typical_best_start_hour": 13}

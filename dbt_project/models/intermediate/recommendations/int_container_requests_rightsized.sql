@@ -118,10 +118,10 @@ select
     cluster,
     {{ rec_common_columns('container_rightsizing', 'namespace', 'controller_kind', 'controller', 'container',
         "namespace || '/' || lower(controller_kind) || '/' || controller || ':' || container",
-        "'Set requests to ' || " ~ rec_int_text('recommended_cpu_request_cores * 1000') ~ " || 'm CPU and ' || "
-        ~ rec_int_text('recommended_ram_request_bytes / 1048576') ~ " || 'Mi memory (now ' || coalesce("
-        ~ rec_int_text('current_cpu_request_cores * 1000') ~ " || 'm', 'none') || ', ' || coalesce("
-        ~ rec_int_text('current_ram_request_bytes / 1048576') ~ " || 'Mi', 'none') || ')'",
+        "'Set requests to ' || " ~ rec_quantity_text('recommended_cpu_request_cores * 1000') ~ " || 'm CPU and ' || "
+        ~ rec_quantity_text('recommended_ram_request_bytes / 1048576') ~ " || 'Mi memory (now ' || coalesce("
+        ~ rec_quantity_text('current_cpu_request_cores * 1000') ~ " || 'm', 'none') || ', ' || coalesce("
+        ~ rec_quantity_text('current_ram_request_bytes / 1048576') ~ " || 'Mi', 'none') || ')'",
         [('cpu_quantile', rec_param('cpu_quantile')), ('memory_quantile', rec_param('memory_quantile')),
          ('cpu_headroom', rec_param('cpu_headroom')), ('memory_headroom', rec_param('memory_headroom')),
          ('cpu_peak_quantile_cores', 'cpu_peak_quantile_cores'), ('cpu_peak_max_cores', 'cpu_peak_max_cores'),

@@ -21,6 +21,7 @@ volumes as (
         count(distinct cast(v.hour_ts as date)) as days_of_data,
         count(distinct v.hour_ts) as hours_covered,
         bool_or(v.is_mounted) as was_mounted,
+        bool_or(v.is_default_price) as is_default_price,
         sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_usd_per_month,
         sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_kwh_per_month
     from days
@@ -34,7 +35,8 @@ flagged as (
         volumes.saving_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
             {{ sql_number(var('default_intensity_g_per_kwh', 500)) }} * {{ sql_number(var('default_pue', 1.3)) }})
             as saving_co2e_g_per_month,
-        case when cluster_intensity.intensity_x_pue is null then 'global_default_intensity' else '' end
+        {{ reasons_string([('volumes.is_default_price', 'default_price'),
+                           ('cluster_intensity.intensity_x_pue is null', 'global_default_intensity')]) }}
             as estimation_reasons
     from volumes
     left join cluster_intensity
