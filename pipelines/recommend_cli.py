@@ -18,13 +18,21 @@ from typing import Any
 
 from pipelines.serving.cli import error_exit
 from pipelines.serving.errors import QueryError
-from pipelines.serving.savings import KINDS, Selection, load_recommendations, recommendation_row
+from pipelines.serving.savings import (
+    KINDS,
+    Selection,
+    load_recommendations,
+    recommendation_row,
+    recommendation_totals,
+)
 from pipelines.serving.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
 
 CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth", "savingKwhPerMonth",
               "savingCo2eGPerMonth", "confidence", "daysOfData", "hoursCovered", "isEstimated", "estimationReasons",
-              "id", "cpuLatest", "cpuRecommended", "memoryLatest", "memoryRecommended")
+              "id", "cpuLatest", "cpuRecommended", "memoryLatest", "memoryRecommended", "savingClass", "stage",
+              "supersededBy", "dependsOn", "countedUsdPerMonth", "countedKwhPerMonth", "countedCo2eGPerMonth",
+              "riskFixUsdPerMonth", "riskFixKwhPerMonth", "riskFixCo2eGPerMonth")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -69,19 +77,30 @@ def _selection(args: argparse.Namespace) -> Selection:
                      limit=args.limit)
 
 
-def render_table(rows: list[dict[str, Any]]) -> str:
+def render_table(rows: list[dict[str, Any]], raw: list[dict[str, Any]]) -> str:
+    """The rows (each with what it adds to the total: "in <id>" when another recommendation makes it moot) and the
+    total counted once, risk fixes apart (savings.recommendation_totals, as the API and the report)."""
     if not rows:
         return "(no recommendations)\n"
-    head = f"{'kind':<22} {'target':<48} {'$/month':>10} {'kWh/month':>10} {'kgCO2e/mo':>10} {'conf':<6} action"
+    head = (f"{'kind':<22} {'target':<48} {'class':<8} {'$/month':>10} {'kWh/month':>10} {'kgCO2e/mo':>10} "
+            f"{'conf':<6} action")
     lines = [head]
     for r in rows:
-        lines.append(f"{r['kind']:<22} {r['target'][:48]:<48} {r['savingUsdPerMonth'] or 0:>10.2f} "
-                     f"{r['savingKwhPerMonth'] or 0:>10.3f} {(r['savingCo2eGPerMonth'] or 0) / 1000:>10.3f} "
+        if r["supersededBy"]:
+            figures = f"{'in ' + r['supersededBy']:>32}"
+        else:
+            counted = r["countedUsdPerMonth"] if r["countedUsdPerMonth"] is not None else r["savingUsdPerMonth"]
+            figures = (f"{counted or 0:>10.2f} {r['countedKwhPerMonth'] or 0:>10.3f} "
+                       f"{(r['countedCo2eGPerMonth'] or 0) / 1000:>10.3f}")
+        lines.append(f"{r['kind']:<22} {r['target'][:48]:<48} {r['savingClass'] or '':<8} {figures} "
                      f"{r['confidence']:<6} {r['action']}")
-    usd = sum(r["savingUsdPerMonth"] or 0 for r in rows if (r["savingUsdPerMonth"] or 0) > 0)
-    co2 = sum(r["savingCo2eGPerMonth"] or 0 for r in rows if (r["savingCo2eGPerMonth"] or 0) > 0) / 1000
-    lines.append(f"{len(rows)} recommendation(s); up to ${usd:.2f} and {co2:.3f} kgCO2e per month "
-                 "(recommendations can overlap: an abandoned workload is also oversized)")
+    t = recommendation_totals(raw)
+    lines.append(f"{len(rows)} recommendation(s); counted once (retire, rightsize, re-pack, shift): "
+                 f"${t['countedUsdPerMonth']:.2f}, {t['countedKwhPerMonth']:.3f} kWh and "
+                 f"{t['countedCo2eGPerMonth'] / 1000:.3f} kgCO2e saved per month")
+    if t["riskFixes"]:
+        lines.append(f"risk fixes (requests to raise against throttling or OOM kills): {t['riskFixes']} row(s), "
+                     f"+${t['riskFixUsdPerMonth']:.2f} per month, shown apart and not subtracted")
     return "\n".join(lines) + "\n"
 
 
@@ -110,5 +129,5 @@ def run_recommend(args: argparse.Namespace, settings: Settings) -> int:
     elif args.format == "csv":
         sys.stdout.write(render_csv(rows))
     else:
-        sys.stdout.write(render_table(rows))
+        sys.stdout.write(render_table(rows, raw))
     return 0

@@ -66,6 +66,13 @@ def _replace(con: duckdb.DuckDBPyConnection, model: str, columns: list[tuple[str
              first: date, end: date, cluster: str | None) -> int:
     table = f"{MARTS_SCHEMA}.{_quote(model)}"
     con.execute(f"create table if not exists {table} ({', '.join(f'{_quote(n)} {t}' for n, t in columns)})")
+    # a contract that gained columns since the table was made: add them (NULL on older days), as the marts'
+    # on_schema_change `append_new_columns` does on the duckdb engine
+    have = {r[0] for r in con.execute("select column_name from information_schema.columns where table_schema = ? "
+                                      "and table_name = ?", [MARTS_SCHEMA, model]).fetchall()}
+    for name, type_ in columns:
+        if name not in have:
+            con.execute(f"alter table {table} add column {_quote(name)} {type_}")
     where = "usage_date >= ? and usage_date < ?" + (" and cluster = ?" if cluster else "")
     params: list[Any] = [first, end] + ([cluster] if cluster else [])
     con.execute(f"delete from {table} where {where}", params)  # noqa: S608 - names from the manifest
@@ -73,7 +80,8 @@ def _replace(con: duckdb.DuckDBPyConnection, model: str, columns: list[tuple[str
         return 0
     select = ", ".join(f"cast({_quote(n)} as {t}) as {_quote(n)}" for n, t in columns)
     before = con.execute(f"select count(*) from {table}").fetchone()[0]  # noqa: S608
-    con.execute(f"insert into {table} select {select} from {source} where {where}", params)  # noqa: S608
+    names = ", ".join(_quote(n) for n, _ in columns)
+    con.execute(f"insert into {table} ({names}) select {select} from {source} where {where}", params)  # noqa: S608
     return con.execute(f"select count(*) from {table}").fetchone()[0] - before  # noqa: S608
 
 

@@ -179,22 +179,36 @@ build it with a kubeledger version that has recommendations to see what to chang
 {% elif not recommendations %}
 <p id="recommendations-none">No recommendations for {{ s }}{% if period.days > 1 %} to {{ e }}{% endif %}.</p>
 {% else %}
-{% set d = recommendation_day.isoformat() %}
-<p class="muted">As of {{ d }}, savings per month.</p>
-<table id="recommendation-kinds"><tr><th>kind</th><th class="r">recommendations</th><th class="r">USD per month</th><th class="r">CO2e per month</th></tr>
-{% for k in recommendation_kinds %}
-<tr><td>{{ k.kind }}</td><td class="r">{{ num("recommendation_kind_count", k.recommendations, "count", kind=k.kind, start=d, end=d) }}</td>
-<td class="r">{{ num("recommendation_kind_usd", k.saving_usd_per_month, "usd", kind=k.kind, start=d, end=d) }}</td>
-<td class="r">{{ num("recommendation_kind_co2e_g", k.saving_co2e_g_per_month, "co2e_g", kind=k.kind, start=d, end=d) }}</td></tr>
+{% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
+<p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
+counted once, in order: retire abandoned workloads and unclaimed volumes, rightsize what remains, re-pack the node pools
+with what that frees, then shift in time or zone; a recommendation another one makes moot counts nothing ("in …").
+Risk fixes raise a request to stop throttling or OOM kills: a cost increase, shown apart and never subtracted.</p>
+<div class="cards" id="recommendation-total">
+ <div class="card"><div class="label">Savings, counted once</div><div class="big">{{ num("recommendation_total_usd", t.countedUsdPerMonth, "usd", start=d, end=d2) }}</div>
+  <div class="label">{{ num("recommendation_total_kwh", t.countedKwhPerMonth, "kwh", start=d, end=d2) }}, {{ num("recommendation_total_co2e_g", t.countedCo2eGPerMonth, "co2e_g", start=d, end=d2) }} CO2e</div></div>
+ <div class="card"><div class="label">Risk fixes (cost increase)</div><div class="big">{{ num("recommendation_total_risk_fix_usd", t.riskFixUsdPerMonth, "usd", start=d, end=d2) }}</div>
+  <div class="label">{{ num("recommendation_total_risk_fixes", t.riskFixes, "count", start=d, end=d2) }} recommendations</div></div>
+</div>
+<table id="recommendation-kinds"><tr><th>kind</th><th class="r">recommendations</th><th class="r">saving, counted (USD)</th><th class="r">risk fix (USD)</th>
+<th class="r">kWh</th><th class="r">CO2e</th></tr>
+{% for k in recs.kinds %}
+<tr><td>{{ k.kind }}</td><td class="r">{{ num("recommendation_kind_count", k.recommendations, "count", kind=k.kind, start=d, end=d2) }}</td>
+<td class="r">{{ num("recommendation_kind_usd", k.countedUsdPerMonth, "usd", kind=k.kind, start=d, end=d2) }}</td>
+<td class="r">{{ num("recommendation_kind_risk_fix_usd", k.riskFixUsdPerMonth, "usd", kind=k.kind, start=d, end=d2) }}</td>
+<td class="r">{{ num("recommendation_kind_kwh", k.countedKwhPerMonth, "kwh", kind=k.kind, start=d, end=d2) }}</td>
+<td class="r">{{ num("recommendation_kind_co2e_g", k.countedCo2eGPerMonth, "co2e_g", kind=k.kind, start=d, end=d2) }}</td></tr>
 {% endfor %}</table>
-<table id="recommendations"><tr><th>what</th><th>action</th><th>confidence</th><th class="r">USD per month</th><th class="r">kWh per month</th><th class="r">CO2e per month</th><th>estimated</th></tr>
+<table id="recommendations"><tr><th>what</th><th>action</th><th>confidence</th><th class="r">saving, counted (USD)</th><th class="r">risk fix (USD)</th><th class="r">kWh</th><th class="r">CO2e</th><th>estimated</th></tr>
 {% for r in recommendations %}
-{% set keys = {"recommendation": r.recommendation_id, "start": d, "end": d} %}
+{% set keys = {"recommendation": r.recommendation_id, "start": r.usage_date.isoformat(), "end": r.usage_date.isoformat()} %}
 <tr><td>{{ r.kind }}<br><b>{{ r.cluster }}/{{ r.target }}</b></td><td data-text-metric="recommendation_action" data-recommendation="{{ r.recommendation_id }}">{{ r.action }}</td>
 <td>{% if r.confidence is number %}{{ num("recommendation_confidence", r.confidence, "plain", **keys) }}{% else %}{{ r.confidence }}{% endif %}</td>
-<td class="r">{{ num("recommendation_usd", r.saving_usd_per_month, "usd", **keys) }}</td>
-<td class="r">{{ num("recommendation_kwh", r.saving_kwh_per_month, "kwh", **keys) }}</td>
-<td class="r">{{ num("recommendation_co2e_g", r.saving_co2e_g_per_month, "co2e_g", **keys) }}</td>
+{% if r.superseded_by %}<td colspan="4">in {{ r.superseded_by }}</td>
+{% else %}<td class="r">{{ num("recommendation_usd", r.counted_usd_per_month, "usd", **keys) }}</td>
+<td class="r">{{ num("recommendation_risk_fix_usd", r.risk_fix_usd_per_month, "usd", **keys) }}</td>
+<td class="r">{{ num("recommendation_kwh", r.counted_kwh_per_month, "kwh", **keys) }}</td>
+<td class="r">{{ num("recommendation_co2e_g", r.counted_co2e_g_per_month, "co2e_g", **keys) }}</td>{% endif %}
 <td>{{ ("yes: " ~ (r.estimation_reasons | replace(",", ", "))) if r.is_estimated else "no" }}</td></tr>
 {% endfor %}</table>
 <p class="muted">CO2e per month is operational plus embodied: a smaller request saves the embodied share of the hardware it

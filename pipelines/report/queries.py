@@ -174,27 +174,28 @@ def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:
                        [RECOMMENDATION_MART]).fetchone()[0] > 0
 
 
-def recommendation_day(con: duckdb.DuckDBPyConnection, period: Period) -> date | None:
-    """The newest day of the period with recommendations (they describe a trailing window, so one day's set)."""
-    return con.execute(f"select max(usage_date) from marts.{RECOMMENDATION_MART} "  # noqa: S608
-                       "where usage_date between ? and ?", [period.start, period.end]).fetchone()[0]
+def recommendations(con: duckdb.DuckDBPyConnection, period: Period, limit: int = TOP_N) -> dict[str, Any]:
+    """The recommendations as the API and `kubeledger recommend` read them (savings.load_recommendations: each
+    cluster's newest day in the period): the `limit` rows that add most to the total, the kinds, and the total
+    counted once with the risk fixes apart (savings.recommendation_totals, the figure all three print)."""
+    from pipelines.serving.savings import KINDS, Selection, load_recommendations, recommendation_totals
 
+    end = period.end + timedelta(days=1)
+    sel = Selection(window=f"{period.start.isoformat()}T00:00:00Z,{end.isoformat()}T00:00:00Z", filter=None,
+                    kinds=KINDS, sort_column="saving_usd_per_month", limit=None)
+    rows, _notes = load_recommendations(con, sel)
+    if not rows:
+        return {"rows": [], "kinds": [], "total": recommendation_totals([]), "first_day": None, "last_day": None}
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_kind.setdefault(r["kind"], []).append(r)
+    kinds = [{"kind": k, **recommendation_totals(rs)} for k, rs in by_kind.items()]
+    kinds.sort(key=lambda k: (-k["countedUsdPerMonth"], -k["countedCo2eGPerMonth"], k["kind"]))
 
-def top_recommendations(con: duckdb.DuckDBPyConnection, day: date, limit: int = TOP_N) -> list[dict[str, Any]]:
-    return _rows(con, f"""
-        select recommendation_id, kind, cluster, namespace, controller_kind, controller, container, target, action,
-               confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, is_estimated,
-               estimation_reasons
-        from marts.{RECOMMENDATION_MART} where usage_date = ?
-        order by saving_usd_per_month desc nulls last, saving_co2e_g_per_month desc nulls last, recommendation_id
-        limit ?
-        """, [day, limit])  # noqa: S608
+    def weight(r: dict[str, Any]) -> tuple:
+        return (-(r.get("counted_usd_per_month") or 0.0), -(r.get("counted_co2e_g_per_month") or 0.0),
+                -(r.get("risk_fix_usd_per_month") or 0.0), r["recommendation_id"])
 
-
-def recommendation_kinds(con: duckdb.DuckDBPyConnection, day: date) -> list[dict[str, Any]]:
-    return _rows(con, f"""
-        select kind, count(*) as recommendations, sum(saving_usd_per_month) as saving_usd_per_month,
-               sum(saving_co2e_g_per_month) as saving_co2e_g_per_month
-        from marts.{RECOMMENDATION_MART} where usage_date = ?
-        group by kind order by saving_usd_per_month desc nulls last, kind
-        """, [day])  # noqa: S608
+    days = [r["usage_date"] for r in rows]
+    return {"rows": sorted(rows, key=weight)[:limit], "kinds": kinds, "total": recommendation_totals(rows),
+            "first_day": min(days), "last_day": max(days)}

@@ -68,18 +68,14 @@ def build_context(con: Any, period: Period, source: str, chart_cache: dict[tuple
               for m in MEASURES]
     rankings = [(level, [(order, queries.top_groups(con, period, level, order)) for order in ("cost", "co2e")])
                 for level in queries.GROUP_KEYS]
-    recommendations = kinds = rec_day = None
-    if queries.has_recommendations(con):
-        rec_day = queries.recommendation_day(con, period)
-        recommendations = queries.top_recommendations(con, rec_day) if rec_day else []
-        kinds = queries.recommendation_kinds(con, rec_day) if rec_day else []
+    recs = queries.recommendations(con, period) if queries.has_recommendations(con) else None
     all_row = next((c for c in clusters if c["cluster"] == "__all__" and c["days"]), None)
     return {
         "period": period, "prev": period.previous(), "source": source, "version": cli_version(),
         "written": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "clusters": clusters if all_row else [], "all_row": all_row, "charts": charts, "series": series,
         "chart_days": queries.CHART_DAYS, "rankings": rankings, "reasons": queries.estimation_reasons(con, period),
-        "recommendations": recommendations, "recommendation_kinds": kinds, "recommendation_day": rec_day,
+        "recommendations": None if recs is None else recs["rows"], "recs": recs,
         "recommendation_mart": queries.RECOMMENDATION_MART,
     }
 

@@ -52,7 +52,13 @@ COLUMNS = ("usage_date", "cluster", "recommendation_id", "kind", "namespace", "c
            "container", "target", "action", "window_days", "days_of_data", "hours_covered", "evidence", "confidence",
            "current_cpu_request_cores", "recommended_cpu_request_cores", "current_ram_request_bytes",
            "recommended_ram_request_bytes", "saving_usd_per_month", "saving_kwh_per_month",
-           "saving_co2e_g_per_month", "is_estimated", "estimation_reasons")
+           "saving_co2e_g_per_month", "is_estimated", "estimation_reasons", "stage", "saving_class", "superseded_by",
+           "depends_on", "counted_usd_per_month", "counted_kwh_per_month", "counted_co2e_g_per_month",
+           "risk_fix_usd_per_month", "risk_fix_kwh_per_month", "risk_fix_co2e_g_per_month")
+# the counted and risk-fix columns (int_recommendations_counted) under their API names
+COUNTED_FIELDS = {"countedUsdPerMonth": "counted_usd_per_month", "countedKwhPerMonth": "counted_kwh_per_month",
+                  "countedCo2eGPerMonth": "counted_co2e_g_per_month", "riskFixUsdPerMonth": "risk_fix_usd_per_month",
+                  "riskFixKwhPerMonth": "risk_fix_kwh_per_month", "riskFixCo2eGPerMonth": "risk_fix_co2e_g_per_month"}
 
 
 def _condition(raw: str, name: str, key: str | None, op: str, values: tuple[str, ...]) -> Condition:
@@ -109,6 +115,10 @@ def load_recommendations(cur: duckdb.DuckDBPyConnection, sel: Selection) -> tupl
     rows = [dict(zip(names, r, strict=True)) for r in rel.fetchall()]
     if not rows:
         notes.append("no recommendation in the window (no materialised day, or nothing to change)")
+    uncounted = sum(r.get("counted_usd_per_month") is None for r in rows)
+    if uncounted:
+        notes.append(f"{uncounted} recommendation(s) come from days built before savings were counted once (no "
+                     "counted_* values) and are left out of the total: `kubeledger rebuild` those days to count them")
     return rows, notes
 
 
@@ -172,7 +182,29 @@ def recommendation_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "savingCo2eGPerMonth": _float(r["saving_co2e_g_per_month"]),
         "isEstimated": bool(r["is_estimated"]), "estimationReasons": r["estimation_reasons"],
         "evidence": json.loads(r["evidence"] or "{}"),
+        # how the row counts in the day's total (NULL on days built before the counting: rebuild them)
+        "stage": r.get("stage"), "savingClass": r.get("saving_class"), "supersededBy": r.get("superseded_by"),
+        "dependsOn": r.get("depends_on"),
+        **{name: _float(r.get(col)) for name, col in COUNTED_FIELDS.items()},
     }
+
+
+def recommendation_totals(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The non-overlapping total of `rows`, the one figure the API, the CLI and the report print: the sum of the
+    counted_* columns (each saving counted once, docs/METHOD.md "Counting savings once"), the risk fixes (cost
+    increases) apart and never netted. Rows of days built before the counting (counted NULL) are left out and
+    counted in `uncounted`."""
+    total: dict[str, Any] = {"recommendations": len(rows), "superseded": 0, "riskFixes": 0, "uncounted": 0,
+                             **dict.fromkeys(COUNTED_FIELDS, 0.0)}
+    for r in rows:
+        if r.get("counted_usd_per_month") is None:
+            total["uncounted"] += 1
+            continue
+        total["superseded"] += r.get("superseded_by") is not None
+        total["riskFixes"] += r.get("saving_class") == "risk_fix"
+        for name, col in COUNTED_FIELDS.items():
+            total[name] += _float(r[col]) or 0.0
+    return total
 
 
 # --- /model/savings/requestSizingV2 ----------------------------------------------------------------------------
@@ -285,10 +317,13 @@ def _our_selection(params: Mapping[str, str]) -> Selection:
 
 
 def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Monthly savings per kind: Kubecost's names carry the $ of the recommendations that save money; `kubeledger`
-    has every kind's count, $, kWh and CO2e (increases included)."""
+    """Monthly savings per kind. Kubecost's names carry each kind's counted $ (what it adds to the total once the
+    other kinds are counted: no overlap, no request increase); `kubeledger` has per kind the count, the standalone
+    net saving (increases included) and the counted and risk-fix figures, and `total`, the non-overlapping total
+    (recommendation_totals) that the CLI and the report print too."""
     kinds: dict[str, dict[str, Any]] = {k: {"count": 0, "savingUsdPerMonth": 0.0, "savingKwhPerMonth": 0.0,
-                                            "savingCo2eGPerMonth": 0.0} for k in KINDS}
+                                            "savingCo2eGPerMonth": 0.0, **dict.fromkeys(COUNTED_FIELDS, 0.0)}
+                                        for k in KINDS}
     out: dict[str, Any] = {name: 0.0 for name in KUBECOST_SUMMARY.values()}
     for r in rows:
         k = kinds[r["kind"]]
@@ -296,10 +331,13 @@ def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         k["savingUsdPerMonth"] += _float(r["saving_usd_per_month"]) or 0.0
         k["savingKwhPerMonth"] += _float(r["saving_kwh_per_month"]) or 0.0
         k["savingCo2eGPerMonth"] += _float(r["saving_co2e_g_per_month"]) or 0.0
+        for name, col in COUNTED_FIELDS.items():
+            k[name] += _float(r.get(col)) or 0.0
         if r["kind"] in KUBECOST_SUMMARY:
-            out[KUBECOST_SUMMARY[r["kind"]]] += max(_float(r["saving_usd_per_month"]) or 0.0, 0.0)
+            out[KUBECOST_SUMMARY[r["kind"]]] += _float(r.get("counted_usd_per_month")) or 0.0
     days = sorted({(r["cluster"], r["usage_date"].isoformat()) for r in rows})
-    out["kubeledger"] = {"days": [{"cluster": c, "date": d} for c, d in days], "kinds": kinds}
+    out["kubeledger"] = {"days": [{"cluster": c, "date": d} for c, d in days], "kinds": kinds,
+                         "total": recommendation_totals(rows)}
     return out
 
 

@@ -13,7 +13,8 @@ import json
 import math
 import re
 import subprocess
-from datetime import date
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -170,3 +171,117 @@ def test_text_api_and_csv_print_the_same_quantities(workdir, recs):
         c = csv_rows[r["recommendation_id"]]
         assert (c["cpuRecommended"], c["memoryRecommended"]) == (f"{cpu}m", f"{mem}Mi")
         assert (c["cpuLatest"] or "none", c["memoryLatest"] or "none") == (cpu_now, mem_now)
+
+
+def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
+    """The day's savings counted once, recomputed in pandas from the intermediate tables (not from the counting
+    model): per recommendation id (usd, kWh, gCO2e) per month, and the ids another one supersedes."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        recs = con.execute("select * from marts.fct_recommendation_daily where usage_date = ?", [LAST]).df()
+        parts = con.execute(
+            "select recommendation_id, saving_cpu_usd_per_month as cpu_usd, saving_ram_usd_per_month as ram_usd, "
+            "saving_kwh_per_month as kwh, saving_cpu_co2e_g_per_month as cpu_g, saving_ram_co2e_g_per_month "
+            "as ram_g from intermediate.int_container_requests_rightsized where usage_date = ?", [LAST]
+        ).df().set_index("recommendation_id")
+        window_start = datetime.combine(LAST - timedelta(days=6), time())
+        costs = con.execute(
+            "select h.namespace, h.controller_kind, h.controller, h.container, "
+            "n.instance_type || '@' || coalesce(n.availability_zone, 'no-zone') as pool, h.cpu_cost + h.ram_cost "
+            "as cost from intermediate.int_workload_hours_recorded h join intermediate.int_node_hours_recorded n "
+            "on n.cluster = h.cluster and n.hour_ts = h.hour_ts and n.node = h.node "
+            "where h.hour_ts >= ? and h.usage_date <= ? and h.controller is not null and n.instance_type is not null",
+            [window_start, LAST]).df()
+    finally:
+        con.close()
+    controller = ["namespace", "controller_kind", "controller"]
+    retired = {tuple(r[controller]): r["recommendation_id"] for _, r in recs.iterrows()
+               if r["kind"] == "abandoned_workload"}
+    counted: dict[str, tuple[float, float, float]] = {}
+    superseded: dict[str, str] = {}
+    for _, r in recs.iterrows():
+        rid, key = r["recommendation_id"], tuple(r[controller])
+        if r["kind"] == "container_rightsizing":
+            if key in retired:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired[key]
+                continue
+            x = parts.loc[rid]
+            counted[rid] = (max(x.cpu_usd, 0) + max(x.ram_usd, 0), max(x.kwh, 0), max(x.cpu_g, 0) + max(x.ram_g, 0))
+        elif r["kind"] in ("abandoned_workload", "unclaimed_volume"):
+            counted[rid] = tuple(max(r[f"saving_{q}_per_month"], 0.0) for q in ("usd", "kwh", "co2e_g"))
+    # what retiring and rightsizing free on each pool, by each workload's cost share on it
+    by_container = costs.groupby([*controller, "container", "pool"])["cost"].sum()
+    by_controller = costs.groupby([*controller, "pool"])["cost"].sum()
+    freed: dict[str, list[float]] = {}
+    for _, r in recs.iterrows():
+        rid = r["recommendation_id"]
+        if rid not in counted or not any(counted[rid]):
+            continue
+        key = tuple(r[controller])
+        shares = (by_container.loc[(*key, r["container"])] if r["kind"] == "container_rightsizing"
+                  else by_controller.loc[key] if key in by_controller.index.droplevel("pool") else None)
+        if shares is None or shares.empty:
+            continue
+        for pool, cost in shares.items():
+            acc = freed.setdefault(pool, [0.0, 0.0, 0.0])
+            for i in range(3):
+                acc[i] += counted[rid][i] * cost / shares.sum()
+    for _, r in recs[recs["kind"] == "idle_node_pool"].iterrows():
+        f = freed.get(r["target"], [0.0, 0.0, 0.0])
+        counted[r["recommendation_id"]] = tuple(
+            max(r[f"saving_{q}_per_month"] - f[i], 0.0) for i, q in enumerate(("usd", "kwh", "co2e_g")))
+    shifts = recs[recs["kind"].isin(["carbon_shift_time", "carbon_shift_zone"])]
+    for key, group in shifts.groupby(controller, dropna=False):
+        best = group.sort_values(["saving_co2e_g_per_month", "recommendation_id"], ascending=[False, True]).iloc[0]
+        for _, r in group.iterrows():
+            rid = r["recommendation_id"]
+            if tuple(key) in retired:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired[tuple(key)]
+            elif rid != best["recommendation_id"]:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), best["recommendation_id"]
+            else:
+                counted[rid] = (0.0, 0.0, max(r["saving_co2e_g_per_month"], 0.0))
+    return counted, superseded
+
+
+def test_report_cli_and_api_print_one_total_counted_once(workdir, recs):
+    """The non-overlapping total, recomputed independently, is the number the report, `kubeledger recommend`
+    (table and JSON) and /model/savings print. The scenario has the overlaps that were double counted: the
+    abandoned worker is also oversized, and the removable node's pool carries the oversized API."""
+    counted, superseded = _independent_total(workdir / "wh" / "kubeledger.duckdb")
+    total = sum(c[0] for c in counted.values())
+    assert set(counted) == {r["recommendation_id"] for r in recs}
+    for r in recs:  # row by row, the mart counts what the recomputation counts
+        assert (r["counted_usd_per_month"], r["counted_kwh_per_month"], r["counted_co2e_g_per_month"]) == \
+            pytest.approx(counted[r["recommendation_id"]], rel=1e-9, abs=1e-9), r["recommendation_id"]
+        assert r["superseded_by"] == superseded.get(r["recommendation_id"])
+    abandoned = _one(recs, "abandoned_workload", "showcase/deployment/abandoned-worker")
+    assert any(s == abandoned["recommendation_id"] for s in superseded.values())  # its rightsizing is moot
+    pool = next(r for r in recs if r["kind"] == "idle_node_pool" and r["target"].startswith("m5.xlarge@"))
+    api_row = _one(recs, "container_rightsizing", "showcase/deployment/oversized-api:app")
+    assert api_row["recommendation_id"] in (pool["depends_on"] or "").split(",")
+    assert pool["counted_usd_per_month"] < pool["saving_usd_per_month"]  # the overlap is no longer added twice
+    standalone = sum(max(r["saving_usd_per_month"], 0) for r in recs)
+    assert total < standalone
+
+    settings = load_settings(str(workdir / "kubeledger.yaml"))
+    con = duckdb.connect(str(workdir / "wh" / "serving.duckdb"), read_only=True)
+    try:
+        reply = savings_routes(settings)["/model/savings"].fn(con.cursor(), {})
+    finally:
+        con.close()
+    api_total = reply.payload["data"]["kubeledger"]["total"]
+    assert api_total["countedUsdPerMonth"] == pytest.approx(total, rel=1e-9)
+
+    table = subprocess.run(cli_args(workdir, "recommend"), cwd=workdir, env=cli_env(), capture_output=True,
+                           text=True, timeout=120)
+    assert table.returncode == 0, table.stderr
+    m = re.search(r"counted once \(retire, rightsize, re-pack, shift\): \$([\d.]+),", table.stdout)
+    assert m and m.group(1) == f"{total:.2f}", table.stdout[-2000:]
+    as_json = subprocess.run(cli_args(workdir, "recommend", "--format", "json"), cwd=workdir, env=cli_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert sum(r["countedUsdPerMonth"] for r in json.loads(as_json.stdout)) == pytest.approx(total, rel=1e-9)
+
+    page = Path(run_cli(workdir, "report", "--date", LAST.isoformat()).stdout.strip().splitlines()[-1]).read_text()
+    m = re.search(r'data-metric="recommendation_total_usd" data-value="([^"]+)"', page)
+    assert m and float(m.group(1)) == pytest.approx(total, rel=1e-9)

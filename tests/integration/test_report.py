@@ -27,17 +27,24 @@ DAYS = (D1, D2, D3)
 REL = 1e-9
 # the pipeline builds marts.fct_recommendation_daily; its rows are replaced by these known ones (two on D3, one
 # on D2) so the page's order and selection can be checked
-RECOMMENDATIONS = [
+RECOMMENDATIONS = [  # ... standalone saving, then stage, class, superseded_by, depends_on, counted $ kWh g, risk fix $ kWh g
     (D3, "demo", "r1", "container_rightsizing", "checkout", "deployment", "checkout-web", "web", "checkout/web",
-     "Lower the CPU request of checkout/web from 500m to 200m.", "high", 12.5, 3.25, 1234.5, False, ""),
+     "Lower the CPU request of checkout/web from 500m to 200m.", "high", 12.5, 3.25, 1234.5, False, "",
+     2, "saving", None, None, 12.5, 3.25, 1234.5, 0.0, 0.0, 0.0),
     (D3, "demo", "r2", "idle_node_pool", None, None, None, None, "m5.large/us-east-1a",
-     "Remove 1 of 3 nodes of pool m5.large/us-east-1a.", "medium", 61.0, 20.0, 8000.0, True, "default_pue"),
+     "Remove 1 of 3 nodes of pool m5.large/us-east-1a.", "medium", 61.0, 20.0, 8000.0, True, "default_pue",
+     3, "saving", None, "r1", 48.5, 16.75, 6765.5, 0.0, 0.0, 0.0),
+    (D3, "demo", "r4", "container_rightsizing", "checkout", "deployment", "cart", "app", "checkout/cart",
+     "Set requests to 900m CPU and 512Mi memory (now 500m, 512Mi)", "high", -3.0, 0.0, -20.0, False, "",
+     2, "risk_fix", None, None, 0.0, 0.0, 0.0, 3.0, 0.0, 20.0),
     (D2, "demo", "r3", "unclaimed_volume", "data", None, None, None, "pvc-1", "Delete the unclaimed volume pvc-1.",
-     "high", 4.0, 0.0, 0.0, False, ""),
+     "high", 4.0, 0.0, 0.0, False, "", 1, "saving", None, None, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0),
 ]
 REC_COLUMNS = ("usage_date, cluster, recommendation_id, kind, namespace, controller_kind, controller, container, "
                "target, action, confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, "
-               "is_estimated, estimation_reasons")
+               "is_estimated, estimation_reasons, stage, saving_class, superseded_by, depends_on, "
+               "counted_usd_per_month, counted_kwh_per_month, counted_co2e_g_per_month, risk_fix_usd_per_month, "
+               "risk_fix_kwh_per_month, risk_fix_co2e_g_per_month")
 
 
 def _chromium() -> str:
@@ -61,7 +68,7 @@ def add_recommendations(work: Path) -> Path:
     con = duckdb.connect(str(wh / "kubeledger.duckdb"))
     con.execute("delete from marts.fct_recommendation_daily")
     con.executemany(f"insert into marts.fct_recommendation_daily ({REC_COLUMNS}) "  # noqa: S608
-                    f"values ({', '.join('?' * 16)})", RECOMMENDATIONS)
+                    f"values ({', '.join('?' * 26)})", RECOMMENDATIONS)
     con.close()
     assert "fct_recommendation_daily" in publish.MART_TABLES
     publish.publish_serving_copy(wh / "kubeledger.duckdb", wh / "serving.duckdb")
@@ -180,10 +187,21 @@ CLUSTER_EXPR = {
     "cluster_co2e_estimated_share": "sum(co2e_estimated_share * co2e_total_g) / sum(co2e_total_g)",
     "cluster_cost_estimated_share": "sum(cost_estimated_share * total_cost) / sum(total_cost)",
 }
-REC_COLUMN = {"recommendation_usd": "saving_usd_per_month", "recommendation_kwh": "saving_kwh_per_month",
-              "recommendation_co2e_g": "saving_co2e_g_per_month"}
-KIND_EXPR = {"recommendation_kind_count": "count(*)", "recommendation_kind_usd": "sum(saving_usd_per_month)",
-             "recommendation_kind_co2e_g": "sum(saving_co2e_g_per_month)"}
+REC_COLUMN = {"recommendation_usd": "counted_usd_per_month", "recommendation_kwh": "counted_kwh_per_month",
+              "recommendation_co2e_g": "counted_co2e_g_per_month",
+              "recommendation_risk_fix_usd": "risk_fix_usd_per_month"}
+KIND_EXPR = {"recommendation_kind_count": "count(*)", "recommendation_kind_usd": "sum(counted_usd_per_month)",
+             "recommendation_kind_risk_fix_usd": "sum(risk_fix_usd_per_month)",
+             "recommendation_kind_kwh": "sum(counted_kwh_per_month)",
+             "recommendation_kind_co2e_g": "sum(counted_co2e_g_per_month)"}
+TOTAL_EXPR = {"recommendation_total_usd": "sum(counted_usd_per_month)",
+              "recommendation_total_kwh": "sum(counted_kwh_per_month)",
+              "recommendation_total_co2e_g": "sum(counted_co2e_g_per_month)",
+              "recommendation_total_risk_fix_usd": "sum(risk_fix_usd_per_month)",
+              "recommendation_total_risk_fixes": "count(*) filter (where saving_class = 'risk_fix')"}
+# each cluster's newest day in [start, end], as the API and the CLI pick it
+NEWEST = ("with newest as (select cluster, max(usage_date) as d from marts.fct_recommendation_daily "
+          "where usage_date between ? and ? group by cluster) ")
 
 
 def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
@@ -206,9 +224,11 @@ def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
         return con.execute(f"select {REC_COLUMN[m]} from marts.fct_recommendation_daily "  # noqa: S608
                            "where recommendation_id = ? and usage_date = ?", [a["data-recommendation"], start]
                            ).fetchone()[0]
-    if m in KIND_EXPR:
-        return con.execute(f"select {KIND_EXPR[m]} from marts.fct_recommendation_daily "  # noqa: S608
-                           "where kind = ? and usage_date = ?", [a["data-kind"], start]).fetchone()[0]
+    if m in KIND_EXPR or m in TOTAL_EXPR:
+        expr, kind = (KIND_EXPR[m], a["data-kind"]) if m in KIND_EXPR else (TOTAL_EXPR[m], None)
+        return con.execute(NEWEST + f"select {expr} from marts.fct_recommendation_daily r "  # noqa: S608
+                           "join newest on newest.cluster = r.cluster and newest.d = r.usage_date "
+                           "where ? is null or kind = ?", [start, end, kind, kind]).fetchone()[0]
     raise AssertionError(f"a number the test does not know how to check: {a}")
 
 
@@ -328,9 +348,13 @@ def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_pa
     # no figure shown outside a traceable element
     loose = re.findall(r"\$\s*\d|\d\.\d+\s*(?:kWh|kg|%)", " ".join(page.plain))
     assert loose == []
-    # the recommendations of the period's newest day, largest saving first
+    # the recommendations of the period's newest day, largest counted saving first, the risk fix after them
     shown = [a["data-recommendation"] for a in page.numbers if a["data-metric"] == "recommendation_usd"]
-    assert shown == ["r2", "r1"]
+    assert shown == ["r2", "r1", "r4"]
+    total = {a["data-metric"]: float(a["data-value"]) for a in page.numbers
+             if a["data-metric"].startswith("recommendation_total_")}
+    assert total["recommendation_total_usd"] == pytest.approx(48.5 + 12.5)  # the pool's overlap with r1 counted once
+    assert total["recommendation_total_risk_fix_usd"] == pytest.approx(3.0)  # apart, never netted
 
 
 def test_top_tables_hold_the_largest_groups(workdir: Path, tmp_path: Path) -> None:

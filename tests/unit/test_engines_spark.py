@@ -138,3 +138,22 @@ def test_raw_lake_keeps_the_configured_days_and_every_mart(tmp_path: Path) -> No
     assert sorted(p.name for p in (lake / "raw" / "node_hours" / "cluster=a").iterdir()) == \
         ["date=2026-11-26", "date=2026-11-27", "date=2026-11-28"]
     assert len(list((lake / "marts" / "fct_x_daily" / "cluster=a").iterdir())) == 4
+
+
+def test_a_contract_that_gained_columns_adds_them_to_the_warehouse_table(settings, tmp_path: Path) -> None:
+    """A mart whose contract gained a column since the warehouse's table was made (an upgrade): the load adds it
+    (NULL on the older days it keeps), as `append_new_columns` does on the duckdb engine, instead of failing on
+    '24 columns but 34 values'."""
+    day, other, ts = date(2026, 11, 28), date(2026, 11, 27), datetime(2026, 11, 28)
+    _write_spark_like_parquet(Path(settings.lake_root), [("n1", 3, 1.5, ts, "a", day)])
+    old = [c for c in CONTRACT if c[0] != "window_start"]
+    with duckdb.connect(str(settings.warehouse_path)) as con:
+        con.execute("create schema marts")
+        con.execute(f"create table marts.fct_x_daily ({', '.join(f'{n} {t}' for n, t in old)})")  # noqa: S608
+        con.execute("insert into marts.fct_x_daily (usage_date, cluster, node, pods, cost) "
+                    "values (?, 'a', 'kept', 1, 5)", [other])
+    assert load_marts(settings, _manifest(tmp_path / "manifest.json"), ts, datetime(2026, 11, 29)) == \
+        {"fct_x_daily": 1}
+    with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
+        rows = con.execute("select node, window_start from marts.fct_x_daily order by usage_date").fetchall()
+    assert rows == [("kept", None), ("n1", ts)]

@@ -16,9 +16,12 @@ from pipelines.settings import Settings
 D1, D2 = date(2026, 3, 6), date(2026, 3, 7)
 WINDOW = "2026-03-01T00:00:00Z,2026-03-08T00:00:00Z"
 TYPES = {"usage_date": "DATE", "window_days": "INTEGER", "days_of_data": "INTEGER", "hours_covered": "INTEGER",
-         "is_estimated": "BOOLEAN"}
+         "is_estimated": "BOOLEAN", "stage": "INTEGER"}
+QUANTITIES = ("usd", "kwh", "co2e_g")
 DOUBLES = ("current_cpu_request_cores", "recommended_cpu_request_cores", "current_ram_request_bytes",
-           "recommended_ram_request_bytes", "saving_usd_per_month", "saving_kwh_per_month", "saving_co2e_g_per_month")
+           "recommended_ram_request_bytes", "saving_usd_per_month", "saving_kwh_per_month", "saving_co2e_g_per_month",
+           *(f"{p}_{q}_per_month" for p in ("counted", "risk_fix") for q in QUANTITIES))
+STAGES = {"abandoned_workload": 1, "container_rightsizing": 2, "carbon_shift_time": 4}
 EVIDENCE = {"saving_cpu_usd_per_month": 30.0, "saving_ram_usd_per_month": 5.5, "cpu_efficiency": 0.05,
             "ram_efficiency": 0.1, "total_efficiency": 0.06, "cpu_quantile": 0.95}
 
@@ -30,6 +33,12 @@ def _row(day, rid, kind, **kw):
                 saving_usd_per_month=0.0, saving_kwh_per_month=0.0, saving_co2e_g_per_month=0.0,
                 is_estimated=False, estimation_reasons="")
     base.update(kw)
+    # counted as int_recommendations_counted counts rows that overlap nothing: the saving, the increase apart
+    for q in QUANTITIES:
+        saving = base[f"saving_{q}_per_month"]
+        base[f"counted_{q}_per_month"], base[f"risk_fix_{q}_per_month"] = max(saving, 0.0), max(-saving, 0.0)
+    base["stage"] = STAGES[kind]
+    base["saving_class"] = "risk_fix" if base["risk_fix_usd_per_month"] > 0 else "saving"
     return base
 
 
@@ -135,9 +144,19 @@ def test_savings_summary(cur):
     assert data["abandonedWorkloads"] == pytest.approx(12.0)
     assert data["clusterSizing"] == 0.0 and data["unclaimedVolumes"] == 0.0
     kinds = data["kubeledger"]["kinds"]
-    assert kinds["container_rightsizing"] == {"count": 2, "savingUsdPerMonth": pytest.approx(34.25),
-                                              "savingKwhPerMonth": pytest.approx(0.24),
-                                              "savingCo2eGPerMonth": pytest.approx(880.0)}
+    rightsizing = kinds["container_rightsizing"]
+    assert {k: rightsizing[k] for k in ("count", "savingUsdPerMonth", "savingKwhPerMonth", "savingCo2eGPerMonth",
+                                        "countedUsdPerMonth", "riskFixUsdPerMonth")} == {
+        "count": 2, "savingUsdPerMonth": pytest.approx(34.25), "savingKwhPerMonth": pytest.approx(0.24),
+        "savingCo2eGPerMonth": pytest.approx(880.0), "countedUsdPerMonth": pytest.approx(35.5),
+        "riskFixUsdPerMonth": pytest.approx(1.25)}
+    # Kubecost's name and our kind say the same figure: what the kind adds to the total, counted once
+    assert data["requestSizing"] == rightsizing["countedUsdPerMonth"]
+    total = data["kubeledger"]["total"]
+    assert total["countedUsdPerMonth"] == pytest.approx(35.5 + 12.0)
+    assert total["countedCo2eGPerMonth"] == pytest.approx(900.0 + 1500.0 + 700.0)
+    assert (total["riskFixes"], total["riskFixUsdPerMonth"]) == (1, pytest.approx(1.25))
+    assert (total["recommendations"], total["superseded"], total["uncounted"]) == (4, 0, 0)
     assert kinds["carbon_shift_time"]["savingCo2eGPerMonth"] == pytest.approx(700.0)
     assert data["kubeledger"]["days"] == [{"cluster": "c1", "date": "2026-03-07"}]
 
@@ -156,7 +175,9 @@ def test_kubeledger_recommendations(cur):
         "recommendedCpuRequestCores": None, "currentRamRequestBytes": None, "recommendedRamRequestBytes": None,
         "cpuLatest": None, "cpuRecommended": None, "memoryLatest": None, "memoryRecommended": None,
         "savingUsdPerMonth": 12.0, "savingKwhPerMonth": 3.0, "savingCo2eGPerMonth": 1500.0, "isEstimated": False,
-        "estimationReasons": "", "evidence": {}}
+        "estimationReasons": "", "evidence": {}, "stage": 1, "savingClass": "saving", "supersededBy": None,
+        "dependsOn": None, "countedUsdPerMonth": 12.0, "countedKwhPerMonth": 3.0, "countedCo2eGPerMonth": 1500.0,
+        "riskFixUsdPerMonth": 0.0, "riskFixKwhPerMonth": 0.0, "riskFixCo2eGPerMonth": 0.0}
     assert rows[1]["evidence"] == {"typical_best_start_hour": 13}
     with pytest.raises(QueryError):
         ROUTES["/kubeledger/recommendations"].validate({"kind": "bogus"})

@@ -84,7 +84,13 @@ deltas as (
         sum({{ safe_divide('energy_memory_kwh * (ram_byte_hours - new_ram_byte_hours)', 'ram_byte_hours') }}
                 * carbon_intensity_g_per_kwh * pue
             + {{ safe_divide('co2e_embodied_g * (cpu_core_hours - new_cpu_core_hours)', 'cpu_core_hours') }})
-            as saving_co2e_g
+            as saving_co2e_g,
+        -- the two terms of saving_co2e_g apart: memory (operational) and CPU (embodied), for the counting of
+        -- int_recommendations_counted, which splits a row into the resource it saves on and the one it raises
+        sum({{ safe_divide('energy_memory_kwh * (ram_byte_hours - new_ram_byte_hours)', 'ram_byte_hours') }}
+                * carbon_intensity_g_per_kwh * pue) as saving_ram_co2e_g,
+        sum({{ safe_divide('co2e_embodied_g * (cpu_core_hours - new_cpu_core_hours)', 'cpu_core_hours') }})
+            as saving_cpu_co2e_g
     from resized_hours
     group by usage_date, cluster, namespace, controller_kind, controller, container
 ),
@@ -100,7 +106,11 @@ select
         / cluster_hours.observed_hours as saving_usd_per_month,
     coalesce(deltas.saving_kwh, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
     coalesce(deltas.saving_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
-        as saving_co2e_g_per_month
+        as saving_co2e_g_per_month,
+    coalesce(deltas.saving_ram_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        as saving_ram_co2e_g_per_month,
+    coalesce(deltas.saving_cpu_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        as saving_cpu_co2e_g_per_month
 from recommended
 join cluster_hours on cluster_hours.usage_date = recommended.usage_date and cluster_hours.cluster = recommended.cluster
 left join deltas
@@ -131,5 +141,11 @@ select
          ('saving_cpu_usd_per_month', 'saving_cpu_usd_per_month'),
          ('saving_ram_usd_per_month', 'saving_ram_usd_per_month'), ('cpu_efficiency', 'cpu_efficiency'),
          ('ram_efficiency', 'ram_efficiency'), ('total_efficiency', 'total_efficiency')]) }},
-    {{ rec_closing_columns(changes_requests=true) }}
+    {{ rec_closing_columns(changes_requests=true) }},
+    -- per resource, for the counting (int_recommendations_counted): CPU saves cost and embodied CO2e, memory saves
+    -- cost, energy and operational CO2e (saving_kwh_per_month is all memory)
+    saving_cpu_usd_per_month,
+    saving_ram_usd_per_month,
+    saving_cpu_co2e_g_per_month,
+    saving_ram_co2e_g_per_month
 from priced

@@ -1,0 +1,183 @@
+-- grain: one row per (usage_date, cluster, recommendation_id)
+-- Every recommendation of the day, with what it adds to the day's total once the others are counted (docs/METHOD.md
+-- "Counting savings once"). The stages run in order, each on what the earlier ones leave:
+--   1 retire: abandoned workloads, unclaimed volumes (counted whole);
+--   2 rightsize: a container of a retired controller is superseded by the retirement (counted 0); otherwise each
+--     resource whose request falls is counted (CPU: cost, embodied CO2e; memory: cost, energy, operational CO2e)
+--     and each one that rises is a risk fix, shown apart and never netted against savings;
+--   3 re-pack: a pool's node removal T overlaps the stage-1/2 savings S of the workloads on the pool (by their cost
+--     share on it), so the pool row counts max(T - S, 0) per quantity: the pool adds up to max(S, T);
+--   4 shift: time and zone shifts of one controller are alternatives (the larger CO2e saving is counted) and a
+--     retired controller shifts nothing.
+-- The standalone saving_* columns are unchanged; the total of any set of rows is the sum of their counted_* columns.
+{%- set kinds = ['int_container_requests_rightsized', 'int_abandoned_workloads_flagged',
+                 'int_node_pools_idle_sized', 'int_volumes_unclaimed_flagged', 'int_batch_runs_shifted',
+                 'int_workloads_zone_shifted'] %}
+{%- set columns = ['usage_date', 'cluster', 'recommendation_id', 'kind', 'namespace', 'controller_kind',
+                   'controller', 'container', 'target', 'action', 'window_days', 'days_of_data', 'hours_covered',
+                   'evidence', 'confidence', 'current_cpu_request_cores', 'recommended_cpu_request_cores',
+                   'current_ram_request_bytes', 'recommended_ram_request_bytes', 'saving_usd_per_month',
+                   'saving_kwh_per_month', 'saving_co2e_g_per_month', 'is_estimated', 'estimation_reasons'] %}
+{%- set quantities = ['usd', 'kwh', 'co2e_g'] %}
+
+with recommendations as (
+    {% for model in kinds -%}
+    select {{ columns | join(', ') }} from {{ ref(model) }}
+    {% if not loop.last %}union all
+    {% endif -%}
+    {%- endfor %}
+),
+
+days as (
+    {{ rec_build_days() }}
+),
+
+retired as (
+    select usage_date, cluster, namespace, controller_kind, controller, recommendation_id as retired_by
+    from recommendations
+    where kind = 'abandoned_workload'
+),
+
+-- stages 1 and 2: the parts of each row that save, and those that raise a request
+parted as (
+    select
+        r.*,
+        retired.retired_by,
+        case when r.kind = 'container_rightsizing' then
+            greatest(p.saving_cpu_usd_per_month, 0) + greatest(p.saving_ram_usd_per_month, 0)
+        else greatest(r.saving_usd_per_month, 0) end as saving_part_usd,
+        case when r.kind = 'container_rightsizing' then greatest(p.saving_kwh_per_month, 0)
+        else greatest(r.saving_kwh_per_month, 0) end as saving_part_kwh,
+        case when r.kind = 'container_rightsizing' then
+            greatest(p.saving_cpu_co2e_g_per_month, 0) + greatest(p.saving_ram_co2e_g_per_month, 0)
+        else greatest(r.saving_co2e_g_per_month, 0) end as saving_part_co2e_g,
+        coalesce(greatest(-p.saving_cpu_usd_per_month, 0) + greatest(-p.saving_ram_usd_per_month, 0), 0)
+            as risk_part_usd,
+        coalesce(greatest(-p.saving_kwh_per_month, 0), 0) as risk_part_kwh,
+        coalesce(greatest(-p.saving_cpu_co2e_g_per_month, 0) + greatest(-p.saving_ram_co2e_g_per_month, 0), 0)
+            as risk_part_co2e_g
+    from recommendations as r
+    left join {{ ref('int_container_requests_rightsized') }} as p
+        on r.kind = 'container_rightsizing' and p.usage_date = r.usage_date and p.cluster = r.cluster
+        and p.recommendation_id = r.recommendation_id
+    left join retired
+        on r.kind <> 'abandoned_workload' and retired.usage_date = r.usage_date and retired.cluster = r.cluster
+        and retired.namespace = r.namespace and retired.controller_kind = r.controller_kind
+        and retired.controller = r.controller
+),
+
+early as (
+    select
+        usage_date, cluster, recommendation_id, namespace, controller_kind, controller, container,
+        {%- for q in quantities %}
+        case when retired_by is null then saving_part_{{ q }} else 0 end as counted_{{ q }},
+        {%- endfor %}
+        retired_by
+    from parted
+    where kind in ('abandoned_workload', 'unclaimed_volume', 'container_rightsizing')
+),
+
+-- each workload's cost on each node pool over the window: a container's (rightsizing) and a controller's (retiring)
+container_pools as (
+    select
+        days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.container,
+        n.instance_type || '@' || coalesce(n.availability_zone, 'no-zone') as pool,
+        sum(h.cpu_cost + h.ram_cost) as cost
+    from days
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
+    join {{ ref('int_node_hours_recorded') }} as n
+        on n.cluster = h.cluster and n.hour_ts = h.hour_ts and n.node = h.node
+    where h.controller is not null and n.instance_type is not null
+    group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.container,
+        n.instance_type, n.availability_zone
+),
+
+pool_shares as (
+    select
+        usage_date, cluster, namespace, controller_kind, controller, container, pool,
+        cost / nullif(sum(cost) over (partition by usage_date, cluster, namespace, controller_kind, controller,
+                                                   container), 0) as share
+    from container_pools
+    union all
+    select
+        usage_date, cluster, namespace, controller_kind, controller, cast(null as string) as container, pool,
+        sum(cost) / nullif(sum(sum(cost)) over (partition by usage_date, cluster, namespace, controller_kind,
+                                                           controller), 0) as share
+    from container_pools
+    group by usage_date, cluster, namespace, controller_kind, controller, pool
+),
+
+-- stage 3: what stages 1 and 2 already free on each pool
+freed as (
+    select
+        early.usage_date, early.cluster, pool_shares.pool,
+        {%- for q in quantities %}
+        sum(early.counted_{{ q }} * pool_shares.share) as freed_{{ q }},
+        {%- endfor %}
+        {{ csv_union_agg('early.recommendation_id') }} as freed_by
+    from early
+    join pool_shares
+        on pool_shares.usage_date = early.usage_date and pool_shares.cluster = early.cluster
+        and pool_shares.namespace = early.namespace and pool_shares.controller_kind = early.controller_kind
+        and pool_shares.controller = early.controller
+        and coalesce(pool_shares.container, '') = coalesce(early.container, '')
+    where early.counted_usd > 0 or early.counted_kwh > 0 or early.counted_co2e_g > 0
+    group by early.usage_date, early.cluster, pool_shares.pool
+),
+
+-- stage 4: one shift per controller (the larger CO2e saving), none for a retired controller
+shifts as (
+    select
+        usage_date, cluster, recommendation_id,
+        first_value(recommendation_id) over (
+            partition by usage_date, cluster, namespace, controller_kind, controller
+            order by saving_co2e_g_per_month desc, recommendation_id asc) as chosen
+    from parted
+    where kind in ('carbon_shift_time', 'carbon_shift_zone') and retired_by is null
+),
+
+counted as (
+    select
+        parted.*,
+        case parted.kind
+            when 'abandoned_workload' then 1 when 'unclaimed_volume' then 1 when 'container_rightsizing' then 2
+            when 'idle_node_pool' then 3 else 4
+        end as stage,
+        case
+            when parted.retired_by is not null then parted.retired_by
+            when shifts.chosen <> parted.recommendation_id then shifts.chosen
+        end as superseded_by,
+        case when parted.kind = 'idle_node_pool' then nullif(freed.freed_by, '') end as depends_on,
+        {%- for q in quantities %}
+        case
+            when parted.retired_by is not null or shifts.chosen <> parted.recommendation_id then 0
+            when parted.kind = 'idle_node_pool'
+                then greatest(parted.saving_part_{{ q }} - coalesce(freed.freed_{{ q }}, 0), 0)
+            else parted.saving_part_{{ q }}
+        end as counted_{{ q }},
+        case when parted.retired_by is null then parted.risk_part_{{ q }} else 0 end as risk_fix_{{ q }}
+        {{- ',' if not loop.last }}
+        {%- endfor %}
+    from parted
+    left join freed
+        on parted.kind = 'idle_node_pool' and freed.usage_date = parted.usage_date
+        and freed.cluster = parted.cluster and freed.pool = parted.target
+    left join shifts
+        on shifts.usage_date = parted.usage_date and shifts.cluster = parted.cluster
+        and shifts.recommendation_id = parted.recommendation_id
+)
+
+select
+    {{ columns | join(', ') }},
+    stage,
+    case when risk_fix_usd > 0 or risk_fix_kwh > 0 or risk_fix_co2e_g > 0 then 'risk_fix' else 'saving' end
+        as saving_class,
+    superseded_by,
+    depends_on,
+    counted_usd as counted_usd_per_month,
+    counted_kwh as counted_kwh_per_month,
+    counted_co2e_g as counted_co2e_g_per_month,
+    risk_fix_usd as risk_fix_usd_per_month,
+    risk_fix_kwh as risk_fix_kwh_per_month,
+    risk_fix_co2e_g as risk_fix_co2e_g_per_month
+from counted
