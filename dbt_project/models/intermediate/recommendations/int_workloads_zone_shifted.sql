@@ -1,8 +1,20 @@
--- grain: one row per (usage_date, cluster, namespace, controller_kind, controller) that would emit at least
--- min_saving_co2e_g_per_month less in another configured cluster's carbon zone.
+-- grain: one row per (usage_date, cluster, namespace, controller_kind, controller, carbon_zone) that would emit at
+-- least min_saving_co2e_g_per_month less in another carbon zone: the part of a multi-zone workload in each of its
+-- zones is judged on its own.
 -- Estimate: the same hourly energy x PUE at the other zone's landed intensity of the same hours, against the
--- actual operational CO2e of those hours; the greenest other zone is shown. Energy and embodied carbon are unchanged
--- (latency, data residency and capacity there are not judged).
+-- actual operational CO2e of those hours. Not moved: DaemonSets (one pod per node by design) and controllers whose
+-- pods mounted a claim in the window (a zonal volume pins them). The target must have room in every hour moved
+-- (its allocatable CPU and memory minus the requests already placed there hold the workload's requests; each move
+-- is judged alone). A zone of the same cluster is preferred to another cluster's; then the larger saving. Node
+-- selectors and affinities are not known here (docs/METHOD.md), nor latency or data residency.
+{%- set intensity_flags = ['is_global_default_intensity', 'is_intensity_partial', 'is_intensity_provider_estimated',
+                           'is_region_default_intensity', 'is_zone_default_intensity'] %}
+{%- set zone_flags = [] %}
+{%- for col, code in rec_input_flags() %}
+    {%- do zone_flags.append(('bool_or(w.' ~ col ~ ')' ~ (' or bool_or(other.' ~ col ~ ')' if col in intensity_flags
+                                                           else ''), code)) %}
+{%- endfor %}
+
 with days as (
     {{ rec_build_days() }}
 ),
@@ -12,7 +24,12 @@ cluster_hours as (
 ),
 
 zone_hours as (
-    select cluster, carbon_zone, hour_ts, avg(carbon_intensity_g_per_kwh) as intensity
+    select
+        cluster, carbon_zone, hour_ts,
+        avg(carbon_intensity_g_per_kwh) as intensity,
+        sum(cpu_allocatable_cores * node_run_h) - sum(cpu_request_core_hours) as spare_cpu_core_hours,
+        sum(ram_allocatable_bytes * node_run_h) - sum(ram_request_byte_hours) as spare_ram_byte_hours,
+        {{ rec_flags_any() }}
     from {{ ref('int_node_hours_recorded') }}
     where carbon_zone is not null
     group by cluster, carbon_zone, hour_ts
@@ -23,50 +40,78 @@ workload_hours as (
         days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone,
         sum(h.energy_kwh * h.pue) as energy_pue_kwh,
         sum(h.co2e_operational_g) as co2e_g,
+        sum(coalesce(h.cpu_request_cores, 0) * h.run_h) as cpu_request_core_hours,
+        sum(coalesce(h.ram_request_bytes, 0) * h.run_h) as ram_request_byte_hours,
         {{ rec_flags_any('h') }}
     from days
     {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
-    where h.controller is not null and h.carbon_zone is not null
+    where h.controller is not null and h.carbon_zone is not null and h.controller_kind <> 'DaemonSet'
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone
+),
+
+volume_bound as (
+    select distinct days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller
+    from days
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
+    where h.mounts_volume
 ),
 
 moved as (
     select
-        w.usage_date, w.cluster, w.namespace, w.controller_kind, w.controller,
+        w.usage_date, w.cluster, w.namespace, w.controller_kind, w.controller, w.carbon_zone,
         other.cluster as other_cluster, other.carbon_zone as other_zone,
-        max(w.carbon_zone) as carbon_zone,
         count(distinct cast(w.hour_ts as date)) as days_of_data,
         count(distinct w.hour_ts) as hours_covered,
         sum(w.co2e_g) as co2e_g,
         sum(w.energy_pue_kwh * other.intensity) as other_co2e_g,
-        {{ rec_reasons_agg() }} as estimation_reasons
+        min(case when w.cpu_request_core_hours <= other.spare_cpu_core_hours
+                  and w.ram_request_byte_hours <= other.spare_ram_byte_hours then 1 else 0 end) as fits,
+        -- the workload's own input flags, and the target zone's intensity flags (its hours are priced in CO2e too)
+        {{ reasons_string(zone_flags | sort(attribute=1)) }} as estimation_reasons
     from workload_hours as w
     join zone_hours as other
-        on other.cluster <> w.cluster and other.carbon_zone <> w.carbon_zone and other.hour_ts = w.hour_ts
-    group by w.usage_date, w.cluster, w.namespace, w.controller_kind, w.controller, other.cluster, other.carbon_zone
+        on other.carbon_zone <> w.carbon_zone and other.hour_ts = w.hour_ts
+    group by w.usage_date, w.cluster, w.namespace, w.controller_kind, w.controller, w.carbon_zone,
+        other.cluster, other.carbon_zone
+),
+
+candidates as (
+    select
+        moved.*,
+        (moved.co2e_g - moved.other_co2e_g) * {{ hours_per_month() }} / cluster_hours.observed_hours
+            as saving_co2e_g_per_month
+    from moved
+    join cluster_hours on cluster_hours.usage_date = moved.usage_date and cluster_hours.cluster = moved.cluster
+    left join volume_bound
+        on volume_bound.usage_date = moved.usage_date and volume_bound.cluster = moved.cluster
+        and volume_bound.namespace = moved.namespace and volume_bound.controller_kind = moved.controller_kind
+        and volume_bound.controller = moved.controller
+    where moved.fits = 1 and volume_bound.controller is null
 ),
 
 best as (
     select
-        moved.*,
-        (moved.co2e_g - moved.other_co2e_g) * {{ hours_per_month() }} / cluster_hours.observed_hours
-            as saving_co2e_g_per_month,
-        row_number() over (partition by moved.usage_date, moved.cluster, moved.namespace, moved.controller_kind,
-                                        moved.controller
-                           order by moved.other_co2e_g - moved.co2e_g, moved.other_cluster, moved.other_zone) as pick
-    from moved
-    join cluster_hours on cluster_hours.usage_date = moved.usage_date and cluster_hours.cluster = moved.cluster
+        *,
+        row_number() over (partition by usage_date, cluster, namespace, controller_kind, controller, carbon_zone
+                           order by case when other_cluster = cluster then 0 else 1 end asc,
+                                    other_co2e_g - co2e_g asc, other_cluster asc, other_zone asc) as pick
+    from candidates
+    where saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}
 )
 
 select
     usage_date,
     cluster,
     {{ rec_common_columns('carbon_shift_zone', 'namespace', 'controller_kind', 'controller',
-        'cast(null as string)', "namespace || '/' || lower(controller_kind) || '/' || controller",
-        "'Run it in cluster ' || other_cluster || ' (zone ' || other_zone || ') instead of zone ' || carbon_zone",
+        'cast(null as string)', "namespace || '/' || lower(controller_kind) || '/' || controller || '@' || carbon_zone",
+        "case when other_cluster = cluster then 'Move it to the node pools in zone ' || other_zone
+              || ' of this cluster (from zone ' || carbon_zone || ')'
+              else 'Run it in cluster ' || other_cluster || ' (zone ' || other_zone || ') instead of zone '
+              || carbon_zone end",
         [('carbon_zone', 'carbon_zone'), ('other_cluster', 'other_cluster'), ('other_zone', 'other_zone'),
          ('co2e_g_in_window', 'co2e_g'), ('other_co2e_g_in_window', 'other_co2e_g'),
+         ('capacity_checked_hours', 'hours_covered'), ('placement_checked', "'daemonsets and mounted claims'"),
          ('basis', "'estimate: the same hourly energy at the other zone''s landed intensity of the same hours'")]) }},
     {{ rec_closing_columns(saves_money=false) }}
 from best
-where pick = 1 and saving_co2e_g_per_month >= {{ rec_param('min_saving_co2e_g_per_month') }}
+where pick = 1
