@@ -23,7 +23,17 @@ if _worker and os.environ.get("DAGSTER_HOME"):
     os.makedirs(os.environ["DAGSTER_HOME"], exist_ok=True)
 
 
+ISOLATED_ENV = ("KUBELEDGER_WAREHOUSE", "KUBELEDGER_SERVING", "KUBELEDGER_CONFIG")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_kubeledger_env(monkeypatch):
-    for name in ("KUBELEDGER_WAREHOUSE", "KUBELEDGER_SERVING", "KUBELEDGER_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+def _isolated_kubeledger_env():
+    """Unset before each test and again after it: an in-process `pipelines.cli.main` exports KUBELEDGER_WAREHOUSE
+    for its own run, and a test that called it left it to the next module's fixtures (which run before this one):
+    test_carbon_zone_lookups then landed its raw rows in another test's warehouse (a CI failure that depended on
+    which modules a pytest-xdist worker ran first). monkeypatch.delenv restores nothing for a variable it found unset."""
+    for name in ISOLATED_ENV:
+        os.environ.pop(name, None)
+    yield
+    for name in ISOLATED_ENV:
+        os.environ.pop(name, None)
