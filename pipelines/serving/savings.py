@@ -55,6 +55,8 @@ COLUMNS = ("usage_date", "cluster", "recommendation_id", "kind", "namespace", "c
            "saving_co2e_g_per_month", "is_estimated", "estimation_reasons", "stage", "saving_class", "superseded_by",
            "depends_on", "counted_usd_per_month", "counted_kwh_per_month", "counted_co2e_g_per_month",
            "risk_fix_usd_per_month", "risk_fix_kwh_per_month", "risk_fix_co2e_g_per_month")
+STANDALONE_FIELDS = {"savingUsdPerMonth": "saving_usd_per_month", "savingKwhPerMonth": "saving_kwh_per_month",
+                     "savingCo2eGPerMonth": "saving_co2e_g_per_month"}
 # the counted and risk-fix columns (int_recommendations_counted) under their API names
 COUNTED_FIELDS = {"countedUsdPerMonth": "counted_usd_per_month", "countedKwhPerMonth": "counted_kwh_per_month",
                   "countedCo2eGPerMonth": "counted_co2e_g_per_month", "riskFixUsdPerMonth": "risk_fix_usd_per_month",
@@ -321,20 +323,14 @@ def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     other kinds are counted: no overlap, no request increase); `kubeledger` has per kind the count, the standalone
     net saving (increases included) and the counted and risk-fix figures, and `total`, the non-overlapping total
     (recommendation_totals) that the CLI and the report print too."""
-    kinds: dict[str, dict[str, Any]] = {k: {"count": 0, "savingUsdPerMonth": 0.0, "savingKwhPerMonth": 0.0,
-                                            "savingCo2eGPerMonth": 0.0, **dict.fromkeys(COUNTED_FIELDS, 0.0)}
-                                        for k in KINDS}
-    out: dict[str, Any] = {name: 0.0 for name in KUBECOST_SUMMARY.values()}
-    for r in rows:
-        k = kinds[r["kind"]]
-        k["count"] += 1
-        k["savingUsdPerMonth"] += _float(r["saving_usd_per_month"]) or 0.0
-        k["savingKwhPerMonth"] += _float(r["saving_kwh_per_month"]) or 0.0
-        k["savingCo2eGPerMonth"] += _float(r["saving_co2e_g_per_month"]) or 0.0
-        for name, col in COUNTED_FIELDS.items():
-            k[name] += _float(r.get(col)) or 0.0
-        if r["kind"] in KUBECOST_SUMMARY:
-            out[KUBECOST_SUMMARY[r["kind"]]] += _float(r.get("counted_usd_per_month")) or 0.0
+    kinds: dict[str, dict[str, Any]] = {}
+    for kind in KINDS:
+        of_kind = [r for r in rows if r["kind"] == kind]
+        counted = recommendation_totals(of_kind)
+        kinds[kind] = {"count": len(of_kind),
+                       **{name: sum(_float(r[col]) or 0.0 for r in of_kind) for name, col in STANDALONE_FIELDS.items()},
+                       **{name: counted[name] for name in COUNTED_FIELDS}}
+    out: dict[str, Any] = {name: kinds[kind]["countedUsdPerMonth"] for kind, name in KUBECOST_SUMMARY.items()}
     days = sorted({(r["cluster"], r["usage_date"].isoformat()) for r in rows})
     out["kubeledger"] = {"days": [{"cluster": c, "date": d} for c, d in days], "kinds": kinds,
                          "total": recommendation_totals(rows)}
