@@ -45,6 +45,8 @@ for line in "${TEST_GROUPS[@]}"; do read -r name _ <<<"$line"; name="${name%&}";
 joined="$(printf ' or %s' "${others[@]}")"
 main_expr="not (${joined# or })"
 report_dir="$(mktemp -d)"
+# state the groups build once and share (the Prometheus scenario's TSDB blocks): removed with report_dir
+export KUBELEDGER_TEST_CACHE="$report_dir/cache"
 status=0
 background=()  # "<name> <pid> <start>" of the groups running alongside
 run_group() {  # name, options...: one pytest run of the group; its exit status (5, no test, is 0)
