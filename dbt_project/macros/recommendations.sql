@@ -140,3 +140,20 @@
         on {{ alias }}.cluster = days.cluster and {{ alias }}.hour_ts >= days.window_start_ts
         and {{ alias }}.usage_date <= days.usage_date
 {%- endmacro %}
+
+{# The node label keys that, fixed by a pod's required placement (the Kubernetes API's pinnedNodeLabels), tie it to
+   its zone, region or node: such a pod is never moved to another zone. The configured carbon-zone label too. #}
+{% macro rec_placement_pin_keys() -%}
+    {{ return(['topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/zone',
+               'topology.kubernetes.io/region', 'failure-domain.beta.kubernetes.io/region',
+               'kubernetes.io/hostname', 'metadata.name', var('carbon_zone_label')]) }}
+{%- endmacro %}
+
+{# true when the JSON list text `keys_text` (pinnedNodeLabels) names one of rec_placement_pin_keys #}
+{% macro rec_pins_placement(keys_text) -%}
+    coalesce(
+    {%- for key in rec_placement_pin_keys() %}
+        {{ keys_text }} like {{ sql_string('%"' ~ key ~ '"%') }}{{ ' or' if not loop.last }}
+    {%- endfor %}
+    , false)
+{%- endmacro %}

@@ -9,7 +9,7 @@ pydantic models accepting every object a real cluster (or an older apiserver) re
 (CPU in cores, memory and storage in bytes, GPUs as counts):
 
 - Node: providerID, capacity{resource: n}, allocatable{resource: n}, unschedulable
-- Pod: nodeName, phase, creationTimestamp, deletionTimestamp,
+- Pod: nodeName, pinnedNodeLabels[] (`pinned_node_labels`), phase, creationTimestamp, deletionTimestamp,
   containers[{name, requests{}, limits{}}], containerStatuses[{name, state, reason, restartCount}],
   pvcClaimNames[]
 - PersistentVolumeClaim: storageClassName, requestsStorage, volumeName, capacityStorage, phase
@@ -199,6 +199,7 @@ def _spec_pod(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str,
     ]
     return {
         "nodeName": spec.get("nodeName"),
+        "pinnedNodeLabels": pinned_node_labels(spec),
         "phase": status.get("phase"),
         "creationTimestamp": meta.get("creationTimestamp"),
         "deletionTimestamp": meta.get("deletionTimestamp"),
@@ -206,6 +207,22 @@ def _spec_pod(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str,
         "containerStatuses": statuses,
         "pvcClaimNames": claims,
     }
+
+
+def pinned_node_labels(spec: dict[str, Any]) -> list[str]:
+    """The node label keys (and `metadata.name` for a node-name field) that the pod's required placement fixes:
+    every `nodeSelector` key, and each key that every required node-affinity term constrains with `In` (the terms
+    are alternatives, so a key one term leaves free pins nothing). Which keys mean a zone, region or node is the
+    recommendations' rule (macros/recommendations.sql rec_placement_pin_keys), not this parser's."""
+    keys = set((spec.get("nodeSelector") or {}).keys())
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    per_term = [{e.get("key") for e in (t.get("matchExpressions") or []) + (t.get("matchFields") or [])
+                 if e.get("operator") == "In" and e.get("key")} for t in terms]
+    if per_term:
+        keys |= set.intersection(*per_term)
+    return sorted(keys)
 
 
 def _spec_pvc(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:

@@ -99,6 +99,47 @@ def test_owner_chains_are_rows(standin: K8sStandIn) -> None:
     assert set(result.batches["k8s_objects"]["hour_ts"]) == {pd.Timestamp(HOUR)}
 
 
+def _pod_spec(**spec: object) -> dict:
+    """A pod spec in the API's JSON shape, built with the official client's models (so the field names are real)."""
+    return client.ApiClient().sanitize_for_serialization(client.V1PodSpec(containers=[client.V1Container(
+        name="app")], **spec))
+
+
+def _required(*terms: list[client.V1NodeSelectorRequirement], fields: bool = False) -> client.V1Affinity:
+    make = (lambda t: client.V1NodeSelectorTerm(match_fields=t)) if fields else (
+        lambda t: client.V1NodeSelectorTerm(match_expressions=t))
+    return client.V1Affinity(node_affinity=client.V1NodeAffinity(
+        required_during_scheduling_ignored_during_execution=client.V1NodeSelector(
+            node_selector_terms=[make(t) for t in terms])))
+
+
+def _expr(key: str, operator: str = "In", *values: str) -> client.V1NodeSelectorRequirement:
+    return client.V1NodeSelectorRequirement(key=key, operator=operator, values=list(values) or None)
+
+
+ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
+
+
+@pytest.mark.parametrize(("spec", "pinned"), [
+    (_pod_spec(), []),
+    (_pod_spec(node_selector={ZONE: "us-east-1a", "disktype": "ssd"}), ["disktype", ZONE]),
+    # terms are alternatives: the zone is fixed only because both terms fix it; the region by one term only
+    (_pod_spec(affinity=_required([_expr(ZONE, "In", "us-east-1a"), _expr(REGION, "In", "us-east-1")],
+                                  [_expr(ZONE, "In", "us-east-1b")])), [ZONE]),
+    (_pod_spec(affinity=_required([_expr(ZONE, "NotIn", "us-east-1a")])), []),  # excludes a zone, pins none
+    (_pod_spec(affinity=_required([_expr(ZONE, "Exists")])), []),
+    (_pod_spec(affinity=_required([_expr("metadata.name", "In", "node-1")], fields=True)), ["metadata.name"]),
+    (_pod_spec(affinity=client.V1Affinity(node_affinity=client.V1NodeAffinity(
+        preferred_during_scheduling_ignored_during_execution=[client.V1PreferredSchedulingTerm(
+            weight=1, preference=client.V1NodeSelectorTerm(match_expressions=[_expr(ZONE, "In", "a")]))]))), []),
+], ids=["none", "node-selector", "affinity-every-term", "not-in", "exists", "match-fields", "preferred-only"])
+def test_pinned_node_labels_are_the_keys_required_placement_fixes(spec: dict, pinned: list[str]) -> None:
+    assert k8s.pinned_node_labels(spec) == pinned
+    row = k8s.object_row("Pod", {"metadata": {"name": "p", "namespace": "n", "uid": "u"}, "spec": spec,
+                                 "status": {}}, [])
+    assert json.loads(row["spec"])["pinnedNodeLabels"] == pinned
+
+
 def test_spec_fields_and_quantities(standin: K8sStandIn) -> None:
     result = extract_kubernetes_snapshot(_cluster(standin.url, page_size=500), HOUR)
     assert len(standin.requests_for(PODS)) == 1

@@ -1,6 +1,7 @@
 -- grain: one row per (cluster, hour_ts, pod_uid, container) that ran, kept across builds (incremental by day)
 -- The hourly history the recommendations look back over: peaks, requests, allocation, prices, energy and carbon
--- per container instance, with its controller, carbon zone and whether its pod mounted a claim. Network bytes are
+-- per container instance, with its controller, carbon zone and whether its pod mounted a claim or is pinned
+-- to its zone, region or node by its placement (Kubernetes API). Network bytes are
 -- the pod's, split evenly over its containers as in fct_allocation_daily.
 -- Incremental by day (dbt_project.yml); the post-hook drops days older than history_days.
 {{ config(post_hook="{{ rec_history_prune() }}") }}
@@ -38,6 +39,13 @@ nodes as (
 mounts as (
     -- pods with a claim mounted in the hour: a zonal volume pins them (no zone shift)
     select distinct cluster, hour_ts, pod_uid from {{ ref('stg_metrics__pod_volume_hours') }}
+),
+
+pinned as (
+    -- pods whose node selector or required node affinity fixes their zone, region or node (Kubernetes API)
+    select cluster, uid as pod_uid
+    from {{ ref('stg_kubernetes__objects') }}
+    where kind = 'Pod' and {{ rec_pins_placement(json_text('spec', 'pinnedNodeLabels')) }}
 )
 
 select
@@ -76,6 +84,7 @@ select
     allocated.is_instance_price_missing,
     allocated.is_usage_missing,
     mounts.pod_uid is not null as mounts_volume,
+    pinned.pod_uid is not null as pins_placement,
     {%- for col, code in rec_input_flags() if col not in ('is_default_price', 'is_instance_price_missing') %}
     energy.{{ col }}{% if not loop.last %},{% endif %}
     {%- endfor %}
@@ -95,3 +104,5 @@ left join nodes
     on nodes.cluster = allocated.cluster and nodes.hour_ts = allocated.hour_ts and nodes.node = allocated.node
 left join mounts
     on mounts.cluster = allocated.cluster and mounts.hour_ts = allocated.hour_ts and mounts.pod_uid = allocated.pod_uid
+left join pinned
+    on pinned.cluster = allocated.cluster and pinned.pod_uid = allocated.pod_uid

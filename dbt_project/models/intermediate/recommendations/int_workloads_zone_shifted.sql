@@ -3,10 +3,11 @@
 -- zones is judged on its own.
 -- Estimate: the same hourly energy x PUE at the other zone's landed intensity of the same hours, against the
 -- actual operational CO2e of those hours. Not moved: DaemonSets (one pod per node by design) and controllers whose
--- pods mounted a claim in the window (a zonal volume pins them). The target must have room in every hour moved
--- (its allocatable CPU and memory minus the requests already placed there hold the workload's requests; each move
--- is judged alone). A zone of the same cluster is preferred to another cluster's; then the larger saving. Node
--- selectors and affinities are not known here (docs/METHOD.md), nor latency or data residency.
+-- pods mounted a claim in the window (a zonal volume pins them) or whose node selector or required node affinity
+-- fixes their zone, region or node (rec_placement_pin_keys; known where the Kubernetes API is read). The target
+-- must have room in every hour moved (its allocatable CPU and memory minus the requests already placed there hold
+-- the workload's requests; each move is judged alone). A zone of the same cluster is preferred to another
+-- cluster's; then the larger saving. Latency and data residency are not known here (docs/METHOD.md).
 {%- set intensity_flags = ['is_global_default_intensity', 'is_intensity_partial', 'is_intensity_provider_estimated',
                            'is_region_default_intensity', 'is_zone_default_intensity'] %}
 {%- set zone_flags = [] %}
@@ -49,11 +50,11 @@ workload_hours as (
     group by days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.hour_ts, h.carbon_zone
 ),
 
-volume_bound as (
+placement_bound as (
     select distinct days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller
     from days
     {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
-    where h.mounts_volume
+    where h.mounts_volume or coalesce(h.pins_placement, false)
 ),
 
 moved as (
@@ -82,11 +83,11 @@ candidates as (
             as saving_co2e_g_per_month
     from moved
     join cluster_hours on cluster_hours.usage_date = moved.usage_date and cluster_hours.cluster = moved.cluster
-    left join volume_bound
-        on volume_bound.usage_date = moved.usage_date and volume_bound.cluster = moved.cluster
-        and volume_bound.namespace = moved.namespace and volume_bound.controller_kind = moved.controller_kind
-        and volume_bound.controller = moved.controller
-    where moved.fits = 1 and volume_bound.controller is null
+    left join placement_bound
+        on placement_bound.usage_date = moved.usage_date and placement_bound.cluster = moved.cluster
+        and placement_bound.namespace = moved.namespace and placement_bound.controller_kind = moved.controller_kind
+        and placement_bound.controller = moved.controller
+    where moved.fits = 1 and placement_bound.controller is null
 ),
 
 best as (
@@ -110,7 +111,7 @@ select
               || carbon_zone end",
         [('carbon_zone', 'carbon_zone'), ('other_cluster', 'other_cluster'), ('other_zone', 'other_zone'),
          ('co2e_g_in_window', 'co2e_g'), ('other_co2e_g_in_window', 'other_co2e_g'),
-         ('capacity_checked_hours', 'hours_covered'), ('placement_checked', "'daemonsets and mounted claims'"),
+         ('capacity_checked_hours', 'hours_covered'), ('placement_checked', "'daemonsets, mounted claims, node selectors and required node affinity'"),
          ('basis', "'estimate: the same hourly energy at the other zone''s landed intensity of the same hours'")]) }},
     {{ rec_closing_columns(saves_money=false) }}
 from best
