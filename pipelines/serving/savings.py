@@ -34,8 +34,8 @@ from pipelines.settings import RecommendationSettings, Settings
 
 MART = "fct_recommendation_daily"
 MIB = 1024.0 * 1024.0
-KINDS = ("container_rightsizing", "abandoned_workload", "idle_node_pool", "unclaimed_volume", "carbon_shift_time",
-         "carbon_shift_zone")
+KINDS = ("container_rightsizing", "abandoned_workload", "idle_namespace", "idle_node_pool", "unclaimed_volume",
+         "carbon_shift_time", "carbon_shift_zone")
 # Kubecost's savings summary names for the kinds it has (the carbon kinds have no Kubecost counterpart)
 KUBECOST_SUMMARY = {"container_rightsizing": "requestSizing", "abandoned_workload": "abandonedWorkloads",
                     "idle_node_pool": "clusterSizing", "unclaimed_volume": "unclaimedVolumes"}

@@ -8,7 +8,9 @@ default demo is unchanged. Usage factors are fixed (not drawn) so each case land
 - showcase/orphan-data (PVC): claimed, never mounted -> unclaimed volume;
 - pool m5.xlarge @ us-east-1d (3 nodes): its requests fit on 2 -> idle node pool;
 - showcase/nightly-export (CronJob 20:00-22:00 UTC, the evening intensity peak) -> carbon shift in time;
-- showcase/right-sized-web (Deployment): p95 peak x headroom ~ its requests -> no recommendation.
+- showcase/right-sized-web (Deployment): p95 peak x headroom ~ its requests -> no recommendation;
+- sandbox/forgotten-demo (Deployment) alone in namespace sandbox, ~0.2 millicores, no traffic, all week -> idle
+  namespace (its abandoned-workload row is superseded by it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 SCENARIO = "recommendations"
 NAMESPACE = "showcase"
+IDLE_NAMESPACE = "sandbox"
 POOL = ("m5.xlarge", "us-east-1d", 4.0, 16.0)  # instance type, zone, vCPU, GiB
 GIB = float(2**30)
 MIB = float(2**20)
@@ -87,10 +90,18 @@ def add_showcase(b: Any, first_node: int, kube_proxy: int, deploy: int, cron: in
     sid = b.slot(exp, c, [("export", 1.0, 1 * GIB, nan, nan, nan, 0, 0)], net=5e4)
     b.seg(sid, DAY_S, 20 * 3600, 5, 2 * 3600 + 5, c)  # "0 20 * * *", two hours
     over[sid] = NIGHTLY
+    # last, so the cases above draw what they drew before it
+    forgotten = b.controller("forgotten-demo", deploy, IDLE_NAMESPACE, WEEK_S, 5 * 3600, {"app": "forgotten-demo"})
+    sid = b.slot(forgotten, c, [("demo", 0.1, 128 * MIB, nan, nan, nan, 0, 0)], net=0.0)
+    regular(b, sid, deploy, WEEK_S, 5 * 3600, 85, c, None)
+    over[sid] = ABANDONED
     return over
 
 
-def showcase_namespace() -> dict[str, str]:
-    labels = {"kubernetes.io/metadata.name": NAMESPACE, "team": "showcase", "env": "prod"}
-    return {"namespace": NAMESPACE, "labels": json.dumps(labels, separators=(",", ":"), sort_keys=True),
-            "annotations": "{}"}
+def showcase_namespaces() -> list[dict[str, str]]:
+    out = []
+    for ns, env in ((NAMESPACE, "prod"), (IDLE_NAMESPACE, "dev")):
+        labels = {"kubernetes.io/metadata.name": ns, "team": "showcase", "env": env}
+        out.append({"namespace": ns, "labels": json.dumps(labels, separators=(",", ":"), sort_keys=True),
+                    "annotations": "{}"})
+    return out

@@ -448,7 +448,7 @@ def _topology(seed: int, cluster: str, n_nodes: int, pods_per_node: int, cpp: in
         showcase = demo_scenario.add_showcase(b, first, ds_kp, DEPLOY, CRON, DS, _regular_segments)
         nodes = pd.concat([nodes, demo_scenario.showcase_nodes(first)], ignore_index=True)
         daily_end = np.r_[daily_end, np.full(3, DAY_S)]
-        namespaces = pd.concat([namespaces, pd.DataFrame([demo_scenario.showcase_namespace()])], ignore_index=True)
+        namespaces = pd.concat([namespaces, pd.DataFrame(demo_scenario.showcase_namespaces())], ignore_index=True)
         claim(demo_scenario.NAMESPACE, "orphan-data", at(0), 50, 50, [])
 
     services = [

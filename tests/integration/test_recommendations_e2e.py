@@ -17,6 +17,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from pipelines.serving.savings import savings_routes
@@ -75,6 +76,21 @@ def test_abandoned_deployment_is_flagged(recs):
     r = _one(recs, "abandoned_workload", "showcase/deployment/abandoned-worker")
     assert r["saving_usd_per_month"] > 0 and r["saving_kwh_per_month"] > 0 and r["saving_co2e_g_per_month"] > 0
     assert json.loads(r["evidence"])["network_bytes_per_s_per_replica"] == 0
+
+
+def test_idle_namespace_is_retired_whole(recs):
+    """sandbox holds one forgotten Deployment all week: the namespace is the recommendation; the workload's own
+    abandoned row stays visible but is superseded by it and counts nothing."""
+    r = _one(recs, "idle_namespace", "sandbox")
+    assert re.match(r"Delete namespace sandbox or scale it to zero: its \d+ pods? used \d+ micro-cores of CPU and 0 B/s",
+                    r["action"]), r["action"]
+    assert r["saving_usd_per_month"] > 0 and r["saving_co2e_g_per_month"] > 0 and r["stage"] == 1
+    assert r["counted_usd_per_month"] == pytest.approx(r["saving_usd_per_month"])
+    assert json.loads(r["evidence"])["network_bytes_per_s"] == 0 and r["days_of_data"] == 7
+    inside = [x for x in recs if x["namespace"] == "sandbox" and x["kind"] != "idle_namespace"]
+    assert {x["kind"] for x in inside} >= {"abandoned_workload"}
+    assert all(x["superseded_by"] == r["recommendation_id"] and x["counted_usd_per_month"] == 0 for x in inside)
+    assert not [x for x in recs if x["kind"] == "idle_namespace" and x["namespace"] != "sandbox"]
 
 
 def test_unmounted_claim_is_flagged(recs):
@@ -205,26 +221,35 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
             "n.instance_type || '@' || coalesce(n.availability_zone, 'no-zone') as pool, h.cpu_cost + h.ram_cost "
             "as cost from intermediate.int_workload_hours_recorded h join intermediate.int_node_hours_recorded n "
             "on n.cluster = h.cluster and n.hour_ts = h.hour_ts and n.node = h.node "
-            "where h.hour_ts >= ? and h.usage_date <= ? and h.controller is not null and n.instance_type is not null",
+            "where h.hour_ts >= ? and h.usage_date <= ? and n.instance_type is not null",
             [window_start, LAST]).df()
     finally:
         con.close()
     controller = ["namespace", "controller_kind", "controller"]
+    idle_namespaces = {r["namespace"]: r["recommendation_id"] for _, r in recs.iterrows()
+                       if r["kind"] == "idle_namespace"}
     retired = {tuple(r[controller]): r["recommendation_id"] for _, r in recs.iterrows()
                if r["kind"] == "abandoned_workload"}
+
+    def retired_by(r: pd.Series) -> str | None:  # an idle namespace retires everything in it, before its workloads
+        if r["kind"] not in ("idle_namespace", "unclaimed_volume") and r["namespace"] in idle_namespaces:
+            return idle_namespaces[r["namespace"]]
+        return retired.get(tuple(r[controller])) if r["kind"] != "abandoned_workload" else None
+
     counted: dict[str, tuple[float, float, float]] = {}
     superseded: dict[str, str] = {}
     for _, r in recs.iterrows():
-        rid, key = r["recommendation_id"], tuple(r[controller])
-        if r["kind"] == "container_rightsizing":
-            if key in retired:
-                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired[key]
-                continue
+        rid = r["recommendation_id"]
+        if r["kind"] in ("container_rightsizing", "abandoned_workload") and retired_by(r):
+            counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+        elif r["kind"] == "container_rightsizing":
             x = parts.loc[rid]
             counted[rid] = (max(x.cpu_usd, 0) + max(x.ram_usd, 0), max(x.kwh, 0), max(x.cpu_g, 0) + max(x.ram_g, 0))
-        elif r["kind"] in ("abandoned_workload", "unclaimed_volume"):
+        elif r["kind"] in ("idle_namespace", "abandoned_workload", "unclaimed_volume"):
             counted[rid] = tuple(max(r[f"saving_{q}_per_month"], 0.0) for q in ("usd", "kwh", "co2e_g"))
-    # what retiring and rightsizing free on each pool, by each workload's cost share on it
+    # what retiring and rightsizing free on each pool, by each workload's (or namespace's) cost share on it
+    by_namespace = costs.groupby(["namespace", "pool"])["cost"].sum()
+    costs = costs[costs["controller"].notna()]
     by_container = costs.groupby([*controller, "container", "pool"])["cost"].sum()
     by_controller = costs.groupby([*controller, "pool"])["cost"].sum()
     freed: dict[str, list[float]] = {}
@@ -234,6 +259,7 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
             continue
         key = tuple(r[controller])
         shares = (by_container.loc[(*key, r["container"])] if r["kind"] == "container_rightsizing"
+                  else by_namespace.loc[r["namespace"]] if r["kind"] == "idle_namespace"
                   else by_controller.loc[key] if key in by_controller.index.droplevel("pool") else None)
         if shares is None or shares.empty:
             continue
@@ -246,14 +272,16 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
         counted[r["recommendation_id"]] = tuple(
             max(r[f"saving_{q}_per_month"] - f[i], 0.0) for i, q in enumerate(("usd", "kwh", "co2e_g")))
     shifts = recs[recs["kind"].isin(["carbon_shift_time", "carbon_shift_zone"])]
-    for key, group in shifts.groupby(controller, dropna=False):
-        best = group.sort_values(["saving_co2e_g_per_month", "recommendation_id"], ascending=[False, True]).iloc[0]
+    for _key, group in shifts.groupby(controller, dropna=False):
+        live = group[[retired_by(r) is None for _, r in group.iterrows()]]
+        best = (live.sort_values(["saving_co2e_g_per_month", "recommendation_id"], ascending=[False, True])
+                .iloc[0]["recommendation_id"] if len(live) else None)
         for _, r in group.iterrows():
             rid = r["recommendation_id"]
-            if tuple(key) in retired:
-                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired[tuple(key)]
-            elif rid != best["recommendation_id"]:
-                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), best["recommendation_id"]
+            if retired_by(r):
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+            elif rid != best:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), best
             else:
                 counted[rid] = (0.0, 0.0, max(r["saving_co2e_g_per_month"], 0.0))
     return counted, superseded

@@ -1,16 +1,17 @@
 -- grain: one row per (usage_date, cluster, recommendation_id)
 -- Every recommendation of the day, with what it adds to the day's total once the others are counted (docs/METHOD.md
 -- "Counting savings once"). The stages run in order, each on what the earlier ones leave:
---   1 retire: abandoned workloads, unclaimed volumes (counted whole);
---   2 rightsize: a container of a retired controller is superseded by the retirement (counted 0); otherwise each
+--   1 retire: idle namespaces, abandoned workloads, unclaimed volumes (counted whole); an abandoned workload in an
+--     idle namespace is superseded by the namespace (counted 0);
+--   2 rightsize: a container of a retired controller or namespace is superseded by the retirement (counted 0); each
 --     resource whose request falls is counted (CPU: cost, embodied CO2e; memory: cost, energy, operational CO2e)
 --     and each one that rises is a risk fix, shown apart and never netted against savings;
 --   3 re-pack: a pool's node removal T overlaps the stage-1/2 savings S of the workloads on the pool (by their cost
 --     share on it), so the pool row counts max(T - S, 0) per quantity: the pool adds up to max(S, T);
 --   4 shift: time and zone shifts of one controller are alternatives (the larger CO2e saving is counted) and a
---     retired controller shifts nothing.
+--     retired controller or namespace shifts nothing.
 -- The standalone saving_* columns are unchanged; the total of any set of rows is the sum of their counted_* columns.
-{%- set kinds = ['int_container_requests_rightsized', 'int_abandoned_workloads_flagged',
+{%- set kinds = ['int_container_requests_rightsized', 'int_abandoned_workloads_flagged', 'int_namespaces_idle_flagged',
                  'int_node_pools_idle_sized', 'int_volumes_unclaimed_flagged', 'int_batch_runs_shifted',
                  'int_workloads_zone_shifted'] %}
 {%- set columns = ['usage_date', 'cluster', 'recommendation_id', 'kind', 'namespace', 'controller_kind',
@@ -38,11 +39,17 @@ retired as (
     where kind = 'abandoned_workload'
 ),
 
+retired_namespaces as (
+    select usage_date, cluster, namespace, recommendation_id as retired_by
+    from recommendations
+    where kind = 'idle_namespace'
+),
+
 -- stages 1 and 2: the parts of each row that save, and those that raise a request
 parted as (
     select
         r.*,
-        retired.retired_by,
+        coalesce(retired_namespaces.retired_by, retired.retired_by) as retired_by,
         case when r.kind = 'container_rightsizing' then
             greatest(p.saving_cpu_usd_per_month, 0) + greatest(p.saving_ram_usd_per_month, 0)
         else greatest(r.saving_usd_per_month, 0) end as saving_part_usd,
@@ -64,20 +71,24 @@ parted as (
         on r.kind <> 'abandoned_workload' and retired.usage_date = r.usage_date and retired.cluster = r.cluster
         and retired.namespace = r.namespace and retired.controller_kind = r.controller_kind
         and retired.controller = r.controller
+    left join retired_namespaces
+        on r.kind not in ('idle_namespace', 'unclaimed_volume') and retired_namespaces.usage_date = r.usage_date
+        and retired_namespaces.cluster = r.cluster and retired_namespaces.namespace = r.namespace
 ),
 
 early as (
     select
-        usage_date, cluster, recommendation_id, namespace, controller_kind, controller, container,
+        usage_date, cluster, recommendation_id, kind, namespace, controller_kind, controller, container,
         {%- for q in quantities %}
         case when retired_by is null then saving_part_{{ q }} else 0 end as counted_{{ q }},
         {%- endfor %}
         retired_by
     from parted
-    where kind in ('abandoned_workload', 'unclaimed_volume', 'container_rightsizing')
+    where kind in ('idle_namespace', 'abandoned_workload', 'unclaimed_volume', 'container_rightsizing')
 ),
 
--- each workload's cost on each node pool over the window: a container's (rightsizing) and a controller's (retiring)
+-- each workload's cost on each node pool over the window: a container's (rightsizing), a controller's and a
+-- namespace's (retiring)
 container_pools as (
     select
         days.usage_date, h.cluster, h.namespace, h.controller_kind, h.controller, h.container,
@@ -94,17 +105,31 @@ container_pools as (
 
 pool_shares as (
     select
-        usage_date, cluster, namespace, controller_kind, controller, container, pool,
+        'container' as level, usage_date, cluster, namespace, controller_kind, controller, container, pool,
         cost / nullif(sum(cost) over (partition by usage_date, cluster, namespace, controller_kind, controller,
                                                    container), 0) as share
     from container_pools
     union all
     select
-        usage_date, cluster, namespace, controller_kind, controller, cast(null as string) as container, pool,
+        'controller' as level, usage_date, cluster, namespace, controller_kind, controller,
+        cast(null as string) as container, pool,
         sum(cost) / nullif(sum(sum(cost)) over (partition by usage_date, cluster, namespace, controller_kind,
                                                            controller), 0) as share
     from container_pools
     group by usage_date, cluster, namespace, controller_kind, controller, pool
+    union all
+    select
+        'namespace' as level, days.usage_date, h.cluster, h.namespace, cast(null as string) as controller_kind,
+        cast(null as string) as controller, cast(null as string) as container,
+        n.instance_type || '@' || coalesce(n.availability_zone, 'no-zone') as pool,
+        sum(h.cpu_cost + h.ram_cost) / nullif(sum(sum(h.cpu_cost + h.ram_cost)) over (
+            partition by days.usage_date, h.cluster, h.namespace), 0) as share
+    from days
+    {{ rec_window_join(ref('int_workload_hours_recorded'), 'h') }}
+    join {{ ref('int_node_hours_recorded') }} as n
+        on n.cluster = h.cluster and n.hour_ts = h.hour_ts and n.node = h.node
+    where n.instance_type is not null
+    group by days.usage_date, h.cluster, h.namespace, n.instance_type, n.availability_zone
 ),
 
 -- stage 3: what stages 1 and 2 already free on each pool
@@ -118,8 +143,11 @@ freed as (
     from early
     join pool_shares
         on pool_shares.usage_date = early.usage_date and pool_shares.cluster = early.cluster
-        and pool_shares.namespace = early.namespace and pool_shares.controller_kind = early.controller_kind
-        and pool_shares.controller = early.controller
+        and pool_shares.namespace = early.namespace
+        and pool_shares.level = case early.kind when 'container_rightsizing' then 'container'
+                                                when 'idle_namespace' then 'namespace' else 'controller' end
+        and coalesce(pool_shares.controller_kind, '') = coalesce(early.controller_kind, '')
+        and coalesce(pool_shares.controller, '') = coalesce(early.controller, '')
         and coalesce(pool_shares.container, '') = coalesce(early.container, '')
     where early.counted_usd > 0 or early.counted_kwh > 0 or early.counted_co2e_g > 0
     group by early.usage_date, early.cluster, pool_shares.pool
@@ -140,7 +168,8 @@ counted as (
     select
         parted.*,
         case parted.kind
-            when 'abandoned_workload' then 1 when 'unclaimed_volume' then 1 when 'container_rightsizing' then 2
+            when 'idle_namespace' then 1 when 'abandoned_workload' then 1 when 'unclaimed_volume' then 1
+            when 'container_rightsizing' then 2
             when 'idle_node_pool' then 3 else 4
         end as stage,
         case
