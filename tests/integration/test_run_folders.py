@@ -26,8 +26,8 @@ from tests.fixtures.pipeline_workdir import CONFIG, D1, run_cli, write_config
 
 pytestmark = pytest.mark.integration
 
-KEEP = 2
-RUNS = KEEP + 1  # the first run past KEEP prunes: each later run would only repeat it (about a minute each)
+KEEP = 1
+RUNS = KEEP + 1  # the first run past KEEP prunes (KEEP 1: the second): each later run would only repeat it
 SMALL_CONFIG = (CONFIG.replace("demo: {nodes: 6, pods_per_node: 4}", "demo: {nodes: 3, pods_per_node: 2}")
                 .replace("  parquet_path: wh/parquet\n", f"  parquet_path: wh/parquet\n  keep_run_folders: {KEEP}\n"))
 
