@@ -66,8 +66,11 @@ th{background:#f5f7fa;font-weight:600}td.r,th.r{text-align:right;white-space:now
 .up{color:#b3261e}.down{color:#1e7d32}figure{margin:10px 0}figure svg{max-width:100%;height:auto}
 details{font-size:12px;margin:0 0 12px}.two{display:grid;grid-template-columns:1fr 1fr;gap:18px}
 #recommendations{table-layout:fixed}#recommendations td{overflow-wrap:anywhere}#recommendations th{white-space:normal}
-#recommendations th:nth-child(1){width:23%}#recommendations th:nth-child(2){width:27%}
-#recommendations th:nth-child(3){width:8%}#recommendations th:nth-child(7){width:12%}
+#recommendations th:nth-child(1){width:20%}#recommendations th:nth-child(2){width:25%}
+#recommendations th:nth-child(3){width:8%}#recommendations th:nth-child(4){width:8%}
+#recommendations th:nth-child(5){width:7%}#recommendations th:nth-child(6){width:9%}
+#recommendations th:nth-child(7){width:8%}#recommendations th:nth-child(8){width:15%}
+#recommendations td:nth-child(8){overflow-wrap:normal;font-size:12px}
 #recommendations td:last-child{font-size:11px}
 .notice{background:#fff8e1;border:1px solid #f0d58c;padding:8px 12px;border-radius:6px;font-size:13px}
 </style></head>
@@ -181,8 +184,8 @@ build it with a kubeledger version that has recommendations to see what to chang
 {% else %}
 {% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
 <p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
-counted once, in order: retire abandoned workloads and unclaimed volumes, rightsize what remains, re-pack the node pools
-with what that frees, then shift in time or zone; a recommendation another one makes moot counts nothing ("in …").
+counted once, in order: retire idle namespaces, abandoned workloads and unclaimed volumes, rightsize what remains,
+re-pack the node pools with what that frees, then shift in time or zone; a recommendation another one makes moot counts nothing ("in …").
 Risk fixes raise a request to stop throttling or OOM kills: a cost increase, shown apart and never subtracted.</p>
 <div class="cards" id="recommendation-total">
  <div class="card"><div class="label">Savings, counted once</div><div class="big">{{ num("recommendation_total_usd", t.countedUsdPerMonth, "usd", start=d, end=d2) }}</div>
