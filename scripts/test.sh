@@ -25,7 +25,9 @@ rm -rf "$lint_tmp"
 # and DAGSTER_HOME, tests/conftest.py); --dist loadscope keeps a module (and its module fixtures, which run the
 # pipeline) on one worker: in the spark group the equivalence module (one in-process JVM) and the SIGKILL module
 # (CLI runs, a JVM each) run side by side. `faults` spreads single tests (--dist load): its two modules take
-# 19 and 8 min of work, so by module one worker idled half the group; each worker builds its own warm templates.
+# 19 and 8 min of work, so by module one worker idled half the group. It runs 3 workers on the 2 cores: a third of
+# a fault test's time is the product's retry back-off and timeouts (a 5xx cell waits ~40 s), which a third worker
+# fills; the warm templates are built once per run (built_once), so a worker more costs no build.
 # `serial`: tests that cannot share the machine with another worker.
 # A name ending in & starts the group in the background, alongside the groups after it until `serial` (which
 # waits for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed 30 s
@@ -36,7 +38,7 @@ TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
     "daemon& --durations=5"
     "main   -n 2 --dist loadscope --durations=30"
     "serial --durations=10"
-    "faults -n 2 --dist load --durations=10"
+    "faults -n 3 --dist load --durations=10"
     "load"
     "spark  -n 2 --dist loadscope --durations=10"
 )

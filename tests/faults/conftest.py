@@ -1,6 +1,6 @@
 """The fault matrix's shared state: the enrichment sources on real HTTP stand-ins behind fault-injecting proxies,
-and ONE warm workdir per worker (a published demo day, a warm Dagster instance, the seeds loaded) that each test
-copies before running `kubeledger materialize` itself.
+and ONE warm workdir per pytest run (a published demo day, a warm Dagster instance, the seeds loaded; built by the
+first pytest-xdist worker that needs it) that each test copies before running `kubeledger materialize` itself.
 
 Every test in this folder runs the real CLI job (Dagster, dbt, checks, publish) because the faults it covers broke
 only there: the fetch functions' own tests passed while a datetime in the carbon failure records failed the whole
@@ -31,7 +31,7 @@ from tests.fixtures.carbon_standins import (
 )
 from tests.fixtures.fault_proxy import FaultProxy
 from tests.fixtures.k8s_standin import K8sStandIn
-from tests.fixtures.pipeline_workdir import cli_args, cli_env
+from tests.fixtures.pipeline_workdir import built_once, cli_args, cli_env, run_temp
 
 DAY: date = newest_day()  # yesterday: inside the providers' refresh window and the snapshot reach
 ZONES = {"BE", "FR", "US-MIDA-PJM"}  # the carbon zones of the 6-node demo cluster
@@ -119,15 +119,18 @@ def warm_copy(template: Path, tmp_path: Path, *proxies: FaultProxy) -> Iterator[
 
 @pytest.fixture(scope="session")
 def warm_template(sources: Sources, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The day built once with every source answering: the warm instance and seeds every test copies.
-    Its warehouse is also the no-fault run the faulted runs are compared with."""
-    return built_template(tmp_path_factory.mktemp("faults-template"), config_text(sources), materialize,
-                          {"prices.csv": PRICE_SHEET})
+    """The day built once per pytest run with every source answering (built_once: the first worker builds it with
+    its stand-ins, the others copy it; every test writes its own kubeledger.yaml, and the stand-ins answer the same
+    on every worker): the warm instance and seeds every test copies. Its warehouse is also the no-fault run the
+    faulted runs are compared with."""
+    return built_once(run_temp(tmp_path_factory), "faults-template", lambda wd: built_template(
+        wd, config_text(sources), materialize, {"prices.csv": PRICE_SHEET}))
 
 
 @pytest.fixture
 def workdir(warm_template: Path, tmp_path: Path, sources: Sources) -> Iterator[Path]:
     with warm_copy(warm_template, tmp_path, *sources.all()) as wd:
+        (wd / "kubeledger.yaml").write_text(config_text(sources))  # this worker's stand-ins, not the builder's
         # the copy stands where the template stood: its price rows name the copy's file (a moved file is a new
         # file, whose failure would fall back to the defaults instead of the last good load)
         con = duckdb.connect(str(wd / "wh" / "kubeledger.duckdb"))

@@ -22,7 +22,7 @@ import pytest
 
 from tests.faults.conftest import built_template, query, warm_copy
 from tests.fixtures.fault_proxy import FaultProxy
-from tests.fixtures.pipeline_workdir import cli_args, cli_env
+from tests.fixtures.pipeline_workdir import built_once, cli_args, cli_env, run_temp
 from tests.fixtures.prom_scenario import DAY, SCRAPE_S
 from tests.integration.conftest import prometheus_scenario  # noqa: F401 - session fixture
 
@@ -57,13 +57,16 @@ def prom_proxy(prometheus_scenario: Any) -> Iterator[FaultProxy]:  # noqa: F811 
 
 @pytest.fixture(scope="session")
 def prom_template(prom_proxy: FaultProxy, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warm workdir with the scenario day built and published through the (healthy) proxy."""
-    return built_template(tmp_path_factory.mktemp("prom-faults"), _config(prom_proxy.url), _materialize)
+    """A warm workdir with the scenario day built and published through the (healthy) proxy, once per pytest run
+    (built_once; each test writes its own config with its worker's proxy)."""
+    return built_once(run_temp(tmp_path_factory), "prom-faults-template",
+                      lambda wd: built_template(wd, _config(prom_proxy.url), _materialize))
 
 
 @pytest.fixture
 def prom_workdir(prom_template: Path, prom_proxy: FaultProxy, tmp_path: Path) -> Iterator[Path]:
     with warm_copy(prom_template, tmp_path, prom_proxy) as wd:
+        (wd / "kubeledger.yaml").write_text(_config(prom_proxy.url))  # this worker's proxy, not the builder's
         yield wd
 
 
