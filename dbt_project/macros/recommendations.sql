@@ -157,3 +157,11 @@
     {%- endfor %}
     , false)
 {%- endmacro %}
+
+{# A retired scope's monthly savings: its window's cost, energy_kwh and co2e_g (columns of `alias`) per observed
+   cluster-hour x 730; needs the `cluster_hours` CTE joined. #}
+{% macro rec_monthly_savings(alias) -%}
+    {{ alias }}.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
+        {{ alias }}.energy_kwh * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
+        {{ alias }}.co2e_g * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_co2e_g_per_month
+{%- endmacro %}

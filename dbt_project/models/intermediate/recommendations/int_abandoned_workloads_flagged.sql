@@ -46,9 +46,7 @@ controllers as (
 flagged as (
     select
         controllers.*,
-        controllers.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
-        controllers.energy_kwh * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
-        controllers.co2e_g * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_co2e_g_per_month
+        {{ rec_monthly_savings('controllers') }}
     from controllers
     join cluster_hours
         on cluster_hours.usage_date = controllers.usage_date and cluster_hours.cluster = controllers.cluster

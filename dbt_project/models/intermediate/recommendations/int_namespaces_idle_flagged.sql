@@ -33,9 +33,7 @@ namespaces as (
 flagged as (
     select
         namespaces.*,
-        namespaces.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
-        namespaces.energy_kwh * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
-        namespaces.co2e_g * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_co2e_g_per_month
+        {{ rec_monthly_savings('namespaces') }}
     from namespaces
     join cluster_hours
         on cluster_hours.usage_date = namespaces.usage_date and cluster_hours.cluster = namespaces.cluster
