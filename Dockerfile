@@ -17,7 +17,12 @@
 #
 # Run as uid/gid 10001. The Kubernetes manifests add readOnlyRootFilesystem with emptyDir volumes on /tmp.
 
-FROM python:3.11-slim
+# The base image by digest, not by tag alone: python:3.11-slim is re-pushed with every Python patch and Debian
+# update, so the tag gives a different image from one month to the next. This digest is the multi-arch index
+# (linux/amd64, linux/arm64) of python:3.11-slim (= 3.11-slim-trixie) pushed 2026-08-16: Python 3.11.16 on Debian
+# trixie. To move it: `docker pull python:3.11-slim` (or `docker buildx imagetools inspect python:3.11-slim`), copy
+# the index digest here, rebuild and run the image test (tests/integration/test_docker_image.py).
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -32,24 +37,27 @@ RUN groupadd --system --gid 10001 kubeledger \
 
 WORKDIR /app
 
-# 1. The dependencies alone (this layer is rebuilt only when pyproject.toml changes). All of them ship wheels for
-#    CPython 3.11 on linux amd64/arm64, so the slim image needs no compiler.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
- && pip install -r /tmp/requirements.txt \
- && rm /tmp/requirements.txt
+# 1. The dependencies alone (this layer is rebuilt only when requirements.lock changes): every package at the
+#    version and file hash of requirements.lock (bash scripts/lock.sh writes it from pyproject.toml), so two builds
+#    install the same files, and a file that changed on the index fails the build. Wheels only: the slim image
+#    has no compiler, and an sdist would build with build dependencies nobody pinned. The lock also holds the
+#    build backend (setuptools, wheel) for step 2.
+COPY requirements.lock ./
+RUN pip install --require-hashes --only-binary=:all: -r requirements.lock \
+ && pip check
 
 # 2. The source tree, then the package itself, editable from /app (see the layout above). Only what runs is
 #    copied: no tests, no scripts, no .venv (.dockerignore also keeps out dbt_project/target and logs, warehouse/).
-COPY README.md NOTICE workspace.yaml ./
+#    Nothing more is fetched: --no-deps (step 1 installed them), --no-build-isolation (the locked setuptools
+#    builds it, not whatever version an isolated build would download) and --no-index.
+COPY pyproject.toml README.md NOTICE workspace.yaml ./
 COPY pipelines/ pipelines/
 COPY bench/ bench/
 COPY dagster_home/ dagster_home/
 COPY dbt_project/ dbt_project/
 COPY seeds/ seeds/
 COPY sql/ sql/
-RUN pip install --no-deps -e /app \
+RUN pip install --no-deps --no-build-isolation --no-index -e /app \
  && python -m compileall -q /app/pipelines /app/bench
 
 # 3. The dbt manifest, built now, so that no process parses at run time. pipelines/dagster_defs/assets_dbt.py

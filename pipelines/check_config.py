@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
-from pipelines.settings import Settings
+from pipelines.settings import Location, Settings, written_locations
 from pipelines.timeutil import HOUR, hour_floor, utc_now
 
 
@@ -137,6 +137,17 @@ def _engine_check(settings: Settings) -> Check:
     return Check("engine spark", not missing, detail + ("; missing: " + ", ".join(missing) if missing else ""))
 
 
+def _location_check(loc: Location) -> Check:
+    """Whether this process may create or replace a place a run writes (that it could be a file or folder there at
+    all was checked when the settings loaded; permissions are checked here, as the API reads them read-only)."""
+    folder = loc.path.parent if loc.kind == "file" else loc.path
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    writable = existing is not None and os.access(existing, os.W_OK)
+    detail = ("exists" if loc.path.exists() else "will be created") if writable else \
+        f"cannot be written ({existing} is not writable): fix the permissions or change {loc.key}"
+    return Check(f"{loc.key} {loc.path}", writable, detail)
+
+
 def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
     from pipelines.days import DateError, first_day, newest_day
 
@@ -153,6 +164,7 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
     checks.append(Check(f"warehouse folder {folder}", writable,
                         "exists" if folder.exists() and writable else "will be created" if writable
                         else f"cannot be written ({existing} is not writable)"))
+    checks += [_location_check(loc) for loc in written_locations(settings) if not loc.derived]
     checks.append(_engine_check(settings))
     dagster = getattr(settings, "dagster", None)
     if dagster is not None and getattr(dagster, "storage", "sqlite") == "postgres":

@@ -21,8 +21,9 @@ from typing import Any
 from pipelines import PROJECT_ROOT
 from pipelines.days import DateError, check_range, format_ranges, newest_day, raw_hours, record_first_day
 from pipelines.demo_faults import DEMO_FAULTS, with_fault
+from pipelines.redaction import redact
 from pipelines.report.cli import add_report_parser, cmd_report, report_path_for
-from pipelines.runs import RunFailed, error_line, materialize_days
+from pipelines.runs import RunFailed, error_line, materialize_days, setting_named
 from pipelines.settings import Settings, SettingsError, load_settings
 from pipelines.timeutil import days_inclusive
 
@@ -66,7 +67,7 @@ class Session:
                 self.reporter.echo(f"  dbt: {line}", err=True)
         self.log.close()
         if error:
-            self.reporter.echo(f"kubeledger: {error}", err=True)
+            self.reporter.echo(f"kubeledger: {redact(error)}", err=True)
         self.reporter.echo(f"log: {self.log.path}", err=not ok)
 
 
@@ -74,7 +75,12 @@ def _work(args: argparse.Namespace, settings: Settings, argv: list[str], header:
     """Run `body(session)` with the reporter and log file; failures become one line plus the log's path."""
     import logging
 
-    session = Session(args, settings, argv)
+    try:
+        session = Session(args, settings, argv)
+    except OSError as exc:  # the log folder under the warehouse folder cannot be made: one line naming the key
+        print(f"kubeledger: cannot start the log file: {setting_named(f'{type(exc).__name__}: {exc}', settings)}",
+              file=sys.stderr)
+        return EXIT_FAILED
     session.reporter.echo(header)
     try:
         body(session)
@@ -92,7 +98,8 @@ def _work(args: argparse.Namespace, settings: Settings, argv: list[str], header:
 
         logging.getLogger("kubeledger.cli").exception("failed")
         what = error_line(str(exc)) if str(exc).strip() else type(exc).__name__
-        session.close(what if isinstance(exc, InstanceError) else f"{type(exc).__name__}: {what}")
+        session.close(setting_named(what if isinstance(exc, InstanceError) else f"{type(exc).__name__}: {what}",
+                                    settings))
         return EXIT_FAILED
     session.close()
     return 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.progress_display import CheckResult, Reporter, Stage
+from pipelines.redaction import RedactingFilter, remember_configured
 
 LOGS_KEPT = 20
 RUN_LOGGER = "kubeledger.run"  # Dagster events and step logs of the CLI's runs
@@ -102,6 +103,7 @@ class _ConsoleHandler(logging.Handler):
     def __init__(self, reporter: Reporter, verbose: bool) -> None:
         super().__init__(logging.DEBUG if verbose else logging.WARNING)
         self.reporter, self.verbose = reporter, verbose
+        self.addFilter(RedactingFilter())
         self.addFilter(_ConsoleFilter(verbose))
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -138,6 +140,7 @@ class LogSession:
 
 def start_logging(settings: Any, reporter: Reporter, verbose: bool, argv: list[str]) -> LogSession:
     """File handler at DEBUG for everything; console handler for actionable warnings (all with --verbose)."""
+    remember_configured(settings)  # redacted from the first line on, whichever step reads them
     path = new_log_file(log_dir(settings))
     session = LogSession(path)
     root = logging.getLogger()
@@ -146,6 +149,7 @@ def start_logging(settings: Any, reporter: Reporter, verbose: bool, argv: list[s
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setLevel(logging.DEBUG)
     file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    file_handler.addFilter(RedactingFilter())  # a secret a message echoes never reaches the file (nor the console)
     console = _ConsoleHandler(reporter, verbose)
     for handler in (file_handler, console):
         root.addHandler(handler)

@@ -8,9 +8,11 @@ import os
 import re
 import socket
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from pipelines.days import record_first_day
+from pipelines.redaction import redact
 from pipelines.settings import Settings
 from pipelines.timeutil import days_inclusive
 
@@ -80,7 +82,7 @@ def _run_jobs(settings: Settings, instance: Any, start: date, end: date, cluster
                                             run_config=config, partition_key=partition_key, raise_on_error=False)
         reporter.finish_stage()
         if not result.success:
-            raise RunFailed(_failure_line(job_name, result))
+            raise RunFailed(_failure_line(job_name, result, settings))
 
     # the one channel of a cluster selection: a run tag every asset and check of the run reads
     cluster_tags = {CLUSTER_TAG: cluster} if cluster else {}
@@ -125,14 +127,37 @@ def user_error(error: Any) -> Any:
     return error
 
 
-def _failure_line(job_name: str, result: Any) -> str:
+def setting_named(message: str, settings: Settings | None) -> str:
+    """`message`, with the key it comes from when it names a path a setting places: a step's "Could not read from
+    file /data/w.duckdb" or a price file's bad row then says which key of which file to fix."""
+    if settings is None:
+        return message
+    from pipelines.settings import written_locations
+
+    places = [(loc.key, loc.path) for loc in written_locations(settings)]
+    places += [(f"pricing.{name}", settings.resolve(value)) for name in ("instance_sheet", "node_csv", "custom_file")
+               if (value := getattr(settings.pricing, name))]
+    for i, c in enumerate(settings.clusters):
+        places += [(f"clusters[{i}].prometheus.{name}", Path(value).expanduser())
+                   for name in ("bearer_token_file", "client_cert_file", "client_key_file", "ca_file")
+                   if (value := getattr(c.prometheus, name))]
+    for key, path in sorted(places, key=lambda kp: -len(str(kp[1]))):  # the most specific path first
+        if key not in message and re.search(re.escape(str(path)) + r"(?![\w-])", message):
+            return f"{message} ({key} in {settings.source_file})" if settings.source_file else f"{message} ({key})"
+    return message
+
+
+def _failure_line(job_name: str, result: Any, settings: Settings | None = None) -> str:
     """One line: the failed step and its error, the checks that failed, and whether anything was published."""
     parts = []
     published = False
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
             error = user_error(event.step_failure_data.error)
-            parts.append(f"step {event.step_key}: {error_line(error.message if error else '')}")
+            text = redact(error_line(error.message if error else ""))
+            if error is not None and error.cls_name == "SourceAuthError":
+                text = text.split(": ", 1)[-1]  # the line says it all: "Prometheus at ... answered 401 ..."
+            parts.append(f"step {event.step_key}: {setting_named(text, settings)}")
         elif event.event_type_value == "STEP_SUCCESS" and (event.step_key or "").startswith("serving"):
             published = True
     failed = [e for e in result.get_asset_check_evaluations()

@@ -13,7 +13,12 @@ Every validation error is one line naming the file, the key and what is allowed,
 - `engine` (duckdb | spark) and the `lake` section (root folder or s3a:// gs:// abfss:// hdfs:// URI, Spark
   master URL, JVM driver memory, spark.* extra settings);
 - the files the configuration names (price files, Prometheus token and TLS files, kubeconfig) exist and are
-  regular files.
+  regular files;
+- the places a run writes (warehouse.path, serving_path, parquet_path, a local lake.root, and the state, reports
+  and Dagster folders kept next to the warehouse file) could be created: not under a file or device, a folder where
+  a folder is meant, a DuckDB file (or nothing yet) where a file is; permissions are check-config's, since the API
+  reads the same file from a read-only volume;
+- a control character anywhere in the file is named with its line and column.
 
 Where: the dataclasses and defaults in settings_models.py, what each key allows in settings_rules.py (the
 carbon.provider choices in `carbon_provider_choices`), the strict reading in settings_validation.py; this module
@@ -59,10 +64,13 @@ from pipelines.settings_rules import (
 from pipelines.settings_validation import (
     _NESTED,
     DuplicateKeyError,
+    Location,
     StrictLoader,
     ValidationContext,
     build,
     check_files,
+    check_locations,
+    written_locations,
     yaml_error,
 )
 
@@ -71,7 +79,7 @@ __all__ = [
     "DagsterSettings", "DemoSettings", "EnergySettings", "KubernetesSettings", "LakeSettings", "NumberRange", "PricingSettings",
     "PrometheusSettings", "QualitySettings", "RecommendationSettings", "ScheduleSettings", "Settings", "SettingsError", "SharingSettings",
     "SparkSettings", "StrictLoader", "WarehouseSettings", "_NESTED", "carbon_provider_choices", "file_problem", "load_settings",
-    "max_threads", "settings_from_json", "settings_to_json",
+    "Location", "max_threads", "settings_from_json", "settings_to_json", "written_locations",
 ]
 
 DEFAULT_CONFIG_NAME = "kubeledger.yaml"
@@ -94,14 +102,20 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         text = candidate.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{origin}: cannot read the config file as UTF-8 text: {exc}") from exc
-    loader = StrictLoader(text)
+    try:
+        loader = StrictLoader(text)
+    except yaml.YAMLError as exc:  # the reader refuses a control character before anything is parsed
+        raise yaml_error(origin, exc, text) from None
     try:
         data = loader.get_single_data() or {}
     except DuplicateKeyError as dup:
         raise SettingsError(f"{origin}: {dup.path}: key given twice (lines {dup.first_line} and {dup.line}); "
                             "YAML would silently keep only the last one: keep one") from None
     except yaml.YAMLError as exc:
-        raise yaml_error(origin, exc) from exc
+        raise yaml_error(origin, exc, text) from exc
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise SettingsError(f"{origin}: not valid YAML for kubeledger: lists or mappings nested hundreds of levels "
+                            "deep; no key of kubeledger.yaml nests more than 4 levels") from None
     except ValueError as exc:  # YAML reads an unquoted 2026-13-01 as a date and fails to build it
         raise SettingsError(f"{origin}: not valid YAML: a value written as a date is not a real date ({exc}); "
                             "write a real day as YYYY-MM-DD") from exc
@@ -112,6 +126,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     settings = Settings(**{f.name: getattr(settings, f.name) for f in fields(Settings) if f.name != "source_file"},
                         source_file=str(candidate.resolve()))
     check_files(settings, ctx)
+    check_locations(settings, ctx)
     return settings
 
 

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.redaction import remember
+
 
 class SettingsError(ValueError):
     """A configuration problem; the message names the file, the key and the fix."""
@@ -22,6 +24,7 @@ class PrometheusSettings:
     bearer_token_file: str | None = None
     basic_auth_username: str | None = None
     basic_auth_password_env: str | None = None
+    basic_auth_password_file: str | None = None
     client_cert_file: str | None = None
     client_key_file: str | None = None
     ca_file: str | None = None
@@ -35,19 +38,22 @@ class PrometheusSettings:
     max_concurrency: int = 4
 
     def bearer_token(self) -> str | None:
+        # every secret read is remembered, so messages that echo it are redacted (pipelines/redaction.py)
         if self.bearer_token_env:
             value = os.environ.get(self.bearer_token_env)
             if value:
-                return value.strip()
+                return remember(value.strip())
         if self.bearer_token_file:
-            return Path(self.bearer_token_file).expanduser().read_text().strip()
+            return remember(Path(self.bearer_token_file).expanduser().read_text().strip())
         return None
 
     def basic_auth(self) -> tuple[str, str] | None:
         if not self.basic_auth_username:
             return None
         password = os.environ.get(self.basic_auth_password_env or "", "")
-        return (self.basic_auth_username, password)
+        if not password and self.basic_auth_password_file:
+            password = Path(self.basic_auth_password_file).expanduser().read_text().strip()
+        return (self.basic_auth_username, remember(password) or "")
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ class CarbonSettings:
     verify_tls: bool = True
 
     def token(self) -> str | None:
-        return os.environ.get(self.token_env) or None
+        return remember(os.environ.get(self.token_env) or None)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ LABEL_KEY_RE = re.compile(r"[A-Za-z0-9_.\-/]{1,253}")
 PROM_LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}")  # RFC 7230 token
-CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1, line separators
-HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # as CONTROL_RE; HTAB is allowed
+# C0, DEL, C1, line separators, and lone surrogates ("\ud800" in YAML: no file name or header can hold one)
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+HEADER_VALUE_BAD_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # as CONTROL_RE; HTAB is allowed
 # DuckDB size syntax (the units its memory_limit documents), or a share of the machine's memory
 MEMORY_RE = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,6})?) ?(KB|MB|GB|TB|KiB|MiB|GiB|TiB|%)", re.IGNORECASE)
 MEMORY_UNITS = {"kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
@@ -179,6 +180,34 @@ def url_problem(value: str) -> str | None:
     return None
 
 
+# URL-valued keys (written with `clusters[]`) and where their credentials go instead: a URL is stored in Dagster's
+# run config (the UI shows it) and printed in messages, so user:password@ or ?token= in one is refused
+URL_CREDENTIALS_INSTEAD: dict[str, str] = {
+    "clusters[].prometheus.url": "put a token in {prefix}.bearer_token_env or {prefix}.bearer_token_file, or a "
+                                 "password in {prefix}.basic_auth_password_env or {prefix}.basic_auth_password_file "
+                                 "(with the user in {prefix}.basic_auth_username)",
+    "clusters[].kubernetes.host": "the Kubernetes API's credentials come from {prefix}.kubeconfig (and "
+                                  "{prefix}.context) or {prefix}.in_cluster: true",
+    "carbon.base_url": "put the token in the environment variable {prefix}.token_env names",
+    "boavizta.url": "the Boavizta API takes no credentials: write the URL without them",
+    "lake.root": "give Spark the object store's credentials through the environment (e.g. AWS_ACCESS_KEY_ID and "
+                 "AWS_SECRET_ACCESS_KEY)",
+}
+
+
+def url_credentials_problem(key: str, generic: str, value: str) -> str | None:
+    """For a URL-valued key: the one-line refusal of credentials written into the URL (naming the key to use
+    instead, without repeating the secret), or None."""
+    from pipelines.redaction import redact_url, url_credentials
+
+    instead = URL_CREDENTIALS_INSTEAD.get(generic)
+    found = url_credentials(value) if instead and "://" in value else None
+    if not found:
+        return None
+    return (f"{redact_url(value)!r} is not allowed: {found} in a URL would be stored in Dagster's run storage "
+            f"and shown in plain text; {instead.format(prefix=key.rsplit('.', 1)[0])}")
+
+
 def memory_problem(value: str) -> str | None:
     allowed = ("use a DuckDB size: a number and one of KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 4GB, 512MiB), "
                "at least 64MiB, or a percentage of the machine's memory in 1..100 (e.g. 50%)")
@@ -290,4 +319,67 @@ def file_problem(path: Path) -> str | None:
         return "is not a regular file (a FIFO, socket or device)"
     if not os.access(path, os.R_OK):
         return "cannot be read (permission denied)"
+    return None
+
+
+# --- places kubeledger writes --------------------------------------------------------------------------------
+
+DUCKDB_MAGIC = (8, b"DUCK")  # offset and bytes of DuckDB's file header
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a device, FIFO or socket"
+
+
+def path_text_problem(value: str, kind: str) -> str | None:
+    """A path key's text: not empty, no surrounding spaces, and a file path does not name a folder ('wh/', '.')."""
+    if not value or value != value.strip():
+        return f"use a non-empty {kind} path without leading or trailing spaces"
+    if kind == "file" and (value.endswith(("/", os.sep)) or Path(value).name in ("", ".", "..")):
+        return "use a file path (it ends with a folder; add the file name, e.g. warehouse/kubeledger.duckdb)"
+    return None
+
+
+def location_problem(path: Path, kind: str) -> str | None:
+    """Why kubeledger could never create or replace `path` ("file": a DuckDB file; "folder"), or None.
+
+    Only what is wrong for every process: a directory where a file is meant (or the reverse), a device, a path
+    under a file or device, a file that is not a DuckDB database. Permissions are not checked here: the API reads
+    the same settings from a read-only volume (`kubeledger check-config` reports what cannot be written)."""
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as exc:  # too long a name, a loop of symbolic links...
+        return f"cannot be used ({exc.strerror or exc})"
+    if st is not None:
+        found = _kind(st.st_mode)
+        if kind == "folder":
+            return None if stat.S_ISDIR(st.st_mode) else f"is {found}, not a folder"
+        if not stat.S_ISREG(st.st_mode):
+            return f"is {found}, not a file"
+        offset, magic = DUCKDB_MAGIC
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(offset + len(magic))
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        # shorter: empty, or being created right now by another process (DuckDB writes the header at once)
+        if len(head) == offset + len(magic) and head[offset:] != magic:
+            return "is a file that is not a DuckDB database (kubeledger would fail to open it, or replace it)"
+        return None
+    for parent in path.parents:  # missing: the nearest folder that exists must be a folder
+        try:
+            parent_st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            return f"cannot be created ({parent}: {exc.strerror or exc})"
+        if not stat.S_ISDIR(parent_st.st_mode):
+            return f"cannot be created: {parent} is {_kind(parent_st.st_mode)}, not a folder"
+        return None
     return None

@@ -34,13 +34,19 @@ from pipelines.settings_rules import (
     file_problem,
     jvm_size_problem,
     lake_root_problem,
+    location_problem,
     memory_problem,
+    path_text_problem,
     spark_master_problem,
     start_date_problem,
+    url_credentials_problem,
     url_problem,
 )
 
 _BOOL_HINT = "YAML reads unquoted yes/no/on/off/true/false as a boolean"
+CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")  # the *_env / *_file keys carry these
+# the path keys a run writes to, and what each names (lake.root has its own rule: it may be a URI)
+PATH_KEYS = {"warehouse.path": "file", "warehouse.serving_path": "file", "warehouse.parquet_path": "folder"}
 
 
 class DuplicateKeyError(Exception):
@@ -219,6 +225,9 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
         raise ctx.error(key, f"{value!r} is not allowed; use text without control characters "
                              f"(found {bad.group()!r})")
     generic = _generic(key)
+    secret = url_credentials_problem(key, generic, value)
+    if secret:  # the message must not repeat the secret: no `{value!r} is not allowed` here
+        raise ctx.error(key, secret)
     problem: str | None = None
     if generic == "clusters[].name" and not CLUSTER_NAME_RE.fullmatch(value):
         problem = ("use 1-63 lowercase letters, digits, '-', '_' or '.', starting and ending with a letter or "
@@ -242,6 +251,8 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
         problem = start_date_problem(value)
     elif generic == "lake.root":
         problem = lake_root_problem(value)
+    elif generic in PATH_KEYS:
+        problem = path_text_problem(value, PATH_KEYS[generic])
     elif generic == "lake.spark.master":
         problem = spark_master_problem(value)
     elif generic == "lake.spark.driver_memory":
@@ -258,6 +269,12 @@ def _headers(value: Any, key: str, ctx: ValidationContext) -> dict[str, str]:
             raise ctx.error(key, f"header name {name!r} is not allowed; use an HTTP token: letters, digits and "
                                  "!#$%&'*+-.^_`|~ (e.g. X-Scope-OrgID)")
         hkey = f"{key}.{name}"
+        if name.lower() in CREDENTIAL_HEADERS:  # a header's value is stored and shown like any setting
+            prefix = key.rsplit(".", 1)[0]
+            raise ctx.error(hkey, f"is not allowed: a credential written here would be stored in Dagster's run "
+                                  f"storage and shown in plain text; put a token in {prefix}.bearer_token_env or "
+                                  f"{prefix}.bearer_token_file, or a password in {prefix}.basic_auth_password_env "
+                                  f"or {prefix}.basic_auth_password_file")
         if not isinstance(v, str):
             raise ctx.error(hkey, f"{ctx.shown(hkey, v)} is not allowed: the header value is read as "
                                   f"{_read_as(v)}, not text; quote it ({_BOOL_HINT} and digits as a number)")
@@ -320,7 +337,8 @@ def check_files(s: Settings, ctx: ValidationContext) -> None:
                                                                 f"relative to {base}"))
     for i, c in enumerate(s.clusters):
         if c.source == "prometheus":
-            for name in ("bearer_token_file", "client_cert_file", "client_key_file", "ca_file"):
+            for name in ("bearer_token_file", "basic_auth_password_file", "client_cert_file", "client_key_file",
+                         "ca_file"):
                 value = getattr(c.prometheus, name)
                 if value:  # opened as given by the Prometheus client
                     checks.append((f"clusters[{i}].prometheus.{name}", Path(value).expanduser(),
@@ -337,7 +355,65 @@ def check_files(s: Settings, ctx: ValidationContext) -> None:
             raise ctx.error(key, f"{path} {problem}; {fix}")
 
 
-def yaml_error(origin: str, exc: yaml.YAMLError) -> SettingsError:
+class Location(NamedTuple):
+    key: str  # the setting that places it
+    path: Path
+    kind: str  # "file" (a DuckDB file) or "folder"
+    derived: bool = False  # kept next to the warehouse file, not configured itself
+
+
+def _key(s: Settings, key: str, env: str, value: str) -> str:
+    """The key, or the environment variable that replaces it (the CLI sets it to the same path: then the key)."""
+    override = os.environ.get(env)
+    return f"{env} (in place of {key})" if override and s.resolve(override) != s.resolve(value) else key
+
+
+def written_locations(s: Settings) -> list[Location]:
+    """Every place a run creates or replaces: the configured paths, and the folders kept next to the warehouse
+    file (state, reports, the Dagster home; the lake for the spark engine), which warehouse.path places."""
+    wh = _key(s, "warehouse.path", "KUBELEDGER_WAREHOUSE", s.warehouse.path)
+    out = [Location(wh, s.warehouse_path, "file"),
+           Location(_key(s, "warehouse.serving_path", "KUBELEDGER_SERVING", s.warehouse.serving_path),
+                    s.serving_path, "file"),
+           Location("warehouse.parquet_path", s.parquet_path, "folder")]
+    if "://" not in s.lake_root and (s.lake.root or s.engine == "spark"):
+        out.append(Location("lake.root", Path(s.lake_root), "folder", derived=not s.lake.root))
+    folder = s.warehouse_path.parent
+    derived = ["state", "reports"] + ([] if os.environ.get("DAGSTER_HOME") else ["dagster"])
+    out += [Location(wh, folder / name, "folder", derived=True) for name in derived]
+    return out
+
+
+_EXAMPLES = {"warehouse.serving_path": "warehouse/serving.duckdb", "warehouse.parquet_path": "warehouse/parquet",
+             "lake.root": "warehouse/lake"}
+
+
+def check_locations(s: Settings, ctx: ValidationContext) -> None:
+    """The places a run writes must be creatable now, not a directory where the warehouse file goes (the first
+    step then fails naming no key) nor under a file (/dev/null/x.duckdb)."""
+    seen: dict[Path, str] = {}
+    for loc in written_locations(s):
+        problem = location_problem(loc.path, loc.kind)
+        if problem and loc.derived:
+            raise ctx.error(loc.key, f"{loc.path} {problem}; kubeledger keeps this folder next to the warehouse "
+                                     "file: move it away or choose another warehouse.path")
+        if problem:
+            what = ("a DuckDB file (created when missing) in a folder that exists or can be created"
+                    if loc.kind == "file" else "a folder that exists or can be created")
+            raise ctx.error(loc.key, f"{loc.path} {problem}; point it at {what}, e.g. "
+                                     f"{_EXAMPLES.get(loc.key, 'warehouse/kubeledger.duckdb')}")
+        if not loc.derived and loc.path in seen:
+            raise ctx.error(loc.key, f"{loc.path} is also {seen[loc.path]}; give each its own path")
+        seen.setdefault(loc.path, loc.key)
+
+
+def yaml_error(origin: str, exc: yaml.YAMLError, text: str = "") -> SettingsError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: the reader refuses the whole file
+        before = text[: exc.position]
+        where = f"line {before.count(chr(10)) + 1}, column {exc.position - before.rfind(chr(10))}: " if text else ""
+        return SettingsError(f"{origin}: {where}not valid YAML: control character {chr(exc.character)!r} "
+                             f"(#x{exc.character:04x}) is not allowed in the file; remove it (YAML allows printable "
+                             "text, tabs and line breaks)")
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -36,7 +37,7 @@ from pipelines.dagster_defs.dbt_args import (
     dbt_vars,
     parse_args,
 )
-from pipelines.dagster_defs.instance import exclusive_lock
+from pipelines.dagster_defs.instance import _pid_alive, exclusive_lock
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
@@ -51,7 +52,9 @@ PREPARED_HASH_FILE = "kubeledger-manifest.sha256"  # next to a manifest prepared
 PARTIAL_PARSE = "partial_parse.msgpack"
 MANIFESTS_KEPT = 3
 RUN_LOCK = ".kubeledger-dbt-call.lock"
-STALE_TMP_S = 3600
+STALE_TMP_S = 3600  # longer than any parse: a folder this old without a live lock holder is left over
+PARSE_LOCK = ".kubeledger-parse.lock"  # held by the process parsing into a `.<hash>.<pid>.tmp` folder
+_PARSE_TMP_RE = re.compile(r"\.[^.]+\.(\d+)\.tmp")
 DAILY_ASSETS = ("dbt_lookups", "dbt_daily")  # the calls with the window's --vars (see _partial_parse_seed)
 
 
@@ -131,18 +134,52 @@ def _parse(target: Path, seed_from: Path | None = None, warehouse: Path | None =
                    env=env)
 
 
-def _prune_manifests(root: Path, current: Path) -> None:
-    now = time.time()
-    folders = []
+def _lock_held(lock_file: Path) -> bool:
+    """Whether a process holds `lock_file`'s flock (the kernel releases it however its holder dies)."""
+    try:
+        fd = os.open(lock_file, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: count it as held
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe lock
+    return False
+
+
+def _parse_in_progress(folder: Path, now: float) -> bool:
+    """Whether a live process may still parse into `folder`: it holds the folder's lock (seen across containers,
+    whatever their pids), or the pid in the name is alive and the folder is younger than any parse."""
+    if _lock_held(folder / PARSE_LOCK):
+        return True
+    m = _PARSE_TMP_RE.fullmatch(folder.name)
+    try:
+        young = now - folder.stat().st_mtime <= STALE_TMP_S
+    except OSError:
+        return False  # already gone
+    return young and (m is None or _pid_alive(int(m.group(1))))
+
+
+def remove_orphaned_parses(root: Path) -> list[Path]:
+    """Remove the `.<hash>.<pid>.tmp` folders of parses whose process is gone (a run killed during setup leaves one,
+    3 MB, that no later run renames into place); a live parse's folder is kept. Returns the removed folders."""
+    if not root.is_dir():
+        return []
+    now, removed = time.time(), []
     for p in root.iterdir():
-        if not p.is_dir():
-            continue
-        if p.name.startswith("."):  # a parse in progress, or left by a killed process
-            if now - p.stat().st_mtime > STALE_TMP_S:
-                shutil.rmtree(p, ignore_errors=True)
-            continue
-        if p != current:
-            folders.append(p)
+        if p.name.startswith(".") and p.is_dir() and not _parse_in_progress(p, now):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def _prune_manifests(root: Path, current: Path) -> None:
+    remove_orphaned_parses(root)
+    folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p != current]
     folders.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in folders[MANIFESTS_KEPT - 1:]:
         shutil.rmtree(old, ignore_errors=True)
@@ -159,6 +196,7 @@ def ensure_manifest() -> Path:
         return prepared
     warehouse = manifest_warehouse()
     root = manifest_root(warehouse)
+    remove_orphaned_parses(root)  # before parsing: the space a killed run left is freed at the next start
     folder = root / digest
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -168,12 +206,14 @@ def ensure_manifest() -> Path:
         tmp = root / f".{digest}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            _parse(tmp, seed, warehouse)
-            try:
-                os.rename(tmp, folder)  # whole folder at once: a concurrent loader sees all of it or nothing
-            except OSError:
-                if not manifest.is_file():
-                    raise
+            tmp.mkdir()
+            with exclusive_lock(tmp / PARSE_LOCK):  # held until renamed: remove_orphaned_parses keeps it
+                _parse(tmp, seed, warehouse)
+                try:
+                    os.rename(tmp, folder)  # whole folder at once: a concurrent loader sees all of it or nothing
+                except OSError:
+                    if not manifest.is_file():
+                        raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)  # ours lost the race, or the parse failed
     os.utime(folder)  # the newest used manifests are the ones kept

@@ -14,6 +14,7 @@ import dagster as dg
 from pipelines.dagster_defs.metadata import safe_metadata
 from pipelines.dagster_defs.partitions import daily_partitions, hourly_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_clusters
+from pipelines.redaction import redact
 from pipelines.sources.boavizta import extract_boavizta_impacts
 from pipelines.sources.carbon.extract import extract_carbon
 from pipelines.sources.kubernetes import extract_kubernetes
@@ -74,7 +75,7 @@ def raw_metrics(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
         for day, problems in metrics_problems(con, [c.name for c in clusters], _days(hours)).items():
             report_health(context, con, "metrics", [day], problems)
     for warning in summary["warnings"][:20]:
-        context.log.warning(warning)
+        context.log.warning(redact(str(warning)))  # stored in the run's events: the servers' words, redacted
     for key in METRICS_KEYS:
         metadata: dict = {"rows": summary["tables"].get(key[1], 0), "hours": len(hours)}
         if key[1] == "node_hours":
@@ -98,7 +99,7 @@ def raw_kubernetes(context: dg.AssetExecutionContext, kubeledger: KubeledgerReso
         if summary["days"]:  # only runs that asked the API say anything about it
             report_health(context, con, "kubernetes", sorted(set(summary["days"])), summary["problems"])
     for warning in summary["warnings"][:20]:
-        context.log.warning(warning)
+        context.log.warning(redact(str(warning)))  # stored in the run's events: the servers' words, redacted
     return dg.MaterializeResult(metadata=safe_metadata({
         "rows": summary["rows"], "skipped_hours": summary["skipped_hours"], "warnings": summary["warnings"][:50],
     }))

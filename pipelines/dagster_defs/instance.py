@@ -33,6 +33,7 @@ from pipelines.dagster_defs.run_retention import PRUNE_BATCH as PRUNE_BATCH  # r
 from pipelines.dagster_defs.run_retention import (
     prune_runs as prune_runs,  # re-exported (run retention lives there)
 )
+from pipelines.redaction import remember
 from pipelines.settings import Settings
 
 RUN_PID_TAG = "kubeledger/pid"
@@ -100,6 +101,8 @@ def _use_psycopg2(name: str) -> None:
     is tested with (SQLAlchemy 2.1 would pick psycopg 3, not installed). Set for this process and its children
     (`kubeledger dev`'s Dagster processes)."""
     value = os.environ[name].strip()
+    remember(value)  # the whole URL and its password: an error that quotes either is redacted
+    remember(urlsplit(value).password)
     scheme, sep, rest = value.partition("://")
     if sep and scheme in ("postgresql", "postgres"):
         os.environ[name] = f"postgresql+psycopg2://{rest}"

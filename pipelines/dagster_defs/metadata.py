@@ -13,15 +13,17 @@ from typing import Any
 import dagster as dg
 
 from pipelines.jsonsafe import json_safe
+from pipelines.redaction import redact_data
 
 
 def safe_value(value: Any) -> Any:
     """One metadata value: Dagster scalars as they are, structures as JSON, everything else JSON-safe."""
     if isinstance(value, dg.MetadataValue):
         if isinstance(value, dg.JsonMetadataValue):
-            return dg.MetadataValue.json(json_safe(value.data))
+            return dg.MetadataValue.json(redact_data(json_safe(value.data)))
         return value
-    encoded = json_safe(value)
+    # failure records quote the servers' answers: redacted, as metadata is stored in the run storage the UI shows
+    encoded = redact_data(json_safe(value))
     if isinstance(encoded, dict | list):
         return dg.MetadataValue.json(encoded)
     return encoded  # None, bool, int, float (finite), str ("NaN" for a NaN)

@@ -14,6 +14,7 @@ import dagster as dg
 import duckdb
 from pydantic import PrivateAttr
 
+from pipelines.redaction import remember_configured
 from pipelines.settings import ClusterSettings, Settings, load_settings, settings_from_json, settings_to_json
 from pipelines.warehouse.connection import open_warehouse
 
@@ -73,6 +74,7 @@ class KubeledgerResource(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._pinned = pin_settings(self.config_path, self.settings_json, context.run_id)
+        remember_configured(self._pinned)  # runs launched from the UI or a schedule redact them too
 
     @property
     def settings(self) -> Settings:

@@ -2,7 +2,10 @@
 
 - Admission: at most `max_running` queries execute at once (one worker thread each); up to `max_queued` wait
   (at most `queue_wait_s`); past that the answer is an immediate 503 with `Retry-After`. Nothing is unbounded:
-  threads, queue, connections (uvicorn `limit_concurrency`), memory (a DuckDB cap per snapshot, ≤ 2 snapshots).
+  threads, queue, connections (in all, per client address, and the time to send a request: connections.py),
+  memory (a DuckDB cap per snapshot, ≤ 2 snapshots).
+- Probes answer outside the admission: `/healthz`, `/readyz` and `/metrics` (a `probe` route) take no query slot
+  and are never a busy 503, so a saturated API still reports itself (they run on the event loop's default threads).
 - Every query has a deadline (`query_timeout_s`) and is interrupted (`DuckDBPyConnection.interrupt`) when it
   passes, or when the client disconnects; the worker slot is free again at once.
 - Each request reads one snapshot from start to end (snapshots.py); a publish never fails a request in flight.
@@ -31,6 +34,7 @@ import duckdb
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipelines.redaction import redact_data
 from pipelines.serving.errors import QueryError
 from pipelines.serving.snapshots import ServingUnavailable, SnapshotPool
 
@@ -53,6 +57,8 @@ class ServerLimits:
     cache_bytes: int = 64 * 1024 * 1024
     memory_limit: str = os.environ.get("KUBELEDGER_QUERY_MEMORY", "1GB")
     max_connections: int = 1000
+    max_connections_per_client: int = 64  # per client address; a proxy in front is one client
+    request_timeout_s: float = 5.0  # to send a whole request (line, headers, body) once connected or answered
 
 
 @dataclass
@@ -77,6 +83,7 @@ class Route:
     fn: RouteFn
     validate: Validator | None = None
     needs_snapshot: bool = True
+    probe: bool = False  # cheap (e.g. /metrics): answered outside the query admission, never a busy 503
 
 
 def _clean(obj: Any) -> Any:
@@ -230,7 +237,9 @@ class AllocationApp:
         except ValueError:
             return out(error_reply(400, f"query: more than {MAX_PARAMS} parameters is not allowed"))
         if path == "/healthz":
-            return out(self.healthz())
+            return out(await asyncio.to_thread(self.healthz))
+        if path == "/readyz":
+            return out(await asyncio.to_thread(self.readyz))
         route = self.routes.get(path)
         if route is None:
             return out(self.not_found(path))
@@ -239,6 +248,10 @@ class AllocationApp:
                 route.validate(params)
             except QueryError as exc:
                 return out(error_reply(exc.status, exc.message))
+        if route.probe:
+            reply = await asyncio.to_thread(self._safe, route, None, params)
+            self.served += 1
+            return out(reply)
         key = (path, tuple(sorted(params.items())))
         snap_id = None
         if route.needs_snapshot:
@@ -392,7 +405,17 @@ class AllocationApp:
 
     def not_found(self, path: str) -> Reply:
         return error_reply(404, f"{path}: no such endpoint; kubeledger serves "
-                           + ", ".join(sorted([*self.routes, "/healthz"])) + " (docs/API.md)")
+                           + ", ".join(sorted([*self.routes, "/healthz", "/readyz"])) + " (docs/API.md)")
+
+    def readyz(self) -> Reply:
+        """Ready = a serving snapshot can be opened (leased) now; else 503 with the reason."""
+        try:
+            with self.pool.lease() as snap:
+                return Reply(200, {"code": 200, "status": "ready", "snapshotId": snap.id}, cacheable=False)
+        except ServingUnavailable as exc:
+            r = error_reply(503, exc.reason, status="unavailable")
+            r.headers["Retry-After"] = str(exc.retry_after_s)
+            return r
 
     def healthz(self) -> Reply:
         health = self.pool.health()
@@ -406,11 +429,15 @@ class AllocationApp:
             "timeouts": self.timeouts, "disconnects": self.disconnects,
             "cache": {"hits": self.cache.hits, "misses": self.cache.misses},
             "limits": {"maxRunning": self.limits.max_running, "maxQueued": self.limits.max_queued,
-                       "queryTimeoutSeconds": self.limits.query_timeout_s, "memoryLimit": self.limits.memory_limit},
+                       "queryTimeoutSeconds": self.limits.query_timeout_s, "memoryLimit": self.limits.memory_limit,
+                       "maxConnections": self.limits.max_connections,
+                       "maxConnectionsPerClient": self.limits.max_connections_per_client,
+                       "requestTimeoutSeconds": self.limits.request_timeout_s},
         }
         if self.extra:
             body.update(self.extra())
-        r = Reply(body["code"], body, cacheable=False)
+        # the sources' messages come from their errors: redacted again here, in case a server echoed a secret
+        r = Reply(body["code"], redact_data(body), cacheable=False)
         if not health["servable"]:
             r.headers["Retry-After"] = "5"
         return r

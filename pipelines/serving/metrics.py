@@ -12,8 +12,9 @@ Three groups of families:
 - the API server's own counters (`kubeledger_api_*`), once the app is attached with `attach_app` (server.make_app
   has to call it: routes are built before the app exists and never see it).
 
-The route reads its own snapshot lease (`needs_snapshot=False`), so a server without a readable snapshot still
-answers 200 with `kubeledger_serving_up 0` (and the API counters when attached): Prometheus drops the body of a non-2xx
+The route is a probe (answered outside the query admission: a scrape takes no query slot and is never a busy 503)
+and reads its own snapshot lease (`needs_snapshot=False`), so a server without a readable snapshot still answers
+200 with `kubeledger_serving_up 0` (and the API counters when attached): Prometheus drops the body of a non-2xx
 scrape.
 The marts part is computed once per snapshot (and `top`) and kept; the answer is never put in the app's cache.
 The text is written by hand (prometheus-client is only a test dependency): label values and HELP texts are escaped.
@@ -218,14 +219,15 @@ def api_families(app: AllocationApp) -> list[Family]:
     out = [
         Family("kubeledger_api_requests_served", "counter",
                "Requests answered on the query path since start: cache hits, shared answers and executed "
-               "queries, whatever their status (rejections, 400s, 404s and /healthz not included)."),
+               "queries and /metrics scrapes, whatever their status (rejections, 400s, 404s and /healthz not "
+               "included)."),
         Family("kubeledger_api_requests_rejected", "counter",
                "Requests answered 503 because every query slot was busy and the queue was full or waited too long."),
         Family("kubeledger_api_query_timeouts", "counter", "Queries stopped at the query deadline."),
         Family("kubeledger_api_client_disconnects", "counter", "Queries stopped because their client went away."),
         Family("kubeledger_api_cache_hits", "counter", "Answers served from the per-snapshot answer cache."),
         Family("kubeledger_api_cache_misses", "counter", "Answer cache lookups that missed."),
-        Family("kubeledger_api_queries_running", "gauge", "Queries executing now (this scrape included)."),
+        Family("kubeledger_api_queries_running", "gauge", "Queries executing now (a scrape takes no query slot)."),
         Family("kubeledger_api_queries_queued", "gauge", "Queries waiting for a slot now."),
         Family("kubeledger_api_max_running", "gauge", "Limit: queries running at once."),
         Family("kubeledger_api_max_queued", "gauge", "Limit: queries waiting at once."),
@@ -280,7 +282,7 @@ class MetricsEndpoint:
         self._marts: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     def route(self) -> Route:
-        return Route(fn=self.run, validate=validate, needs_snapshot=False)
+        return Route(fn=self.run, validate=validate, needs_snapshot=False, probe=True)
 
     def _marts_text(self, snap: Snapshot, top: int) -> str:
         key = (snap.id, top)

@@ -1,9 +1,13 @@
-"""`kubeledger serve`: the API app on uvicorn, with bounded connections, backlog and keep-alive.
+"""`kubeledger serve`: the API app on uvicorn, with bounded connections, backlog, keep-alive and request time.
 
 Why uvicorn + Starlette rather than the stdlib ThreadingHTTPServer: one event loop holds thousands of idle or slow
 connections without a thread each (slowloris costs a socket, not a thread), client disconnects are visible (the
 query is interrupted), and both are already in the stack (Dagster's webserver runs on them). Queries still run on
-a small fixed pool of worker threads (app.py), since DuckDB calls block.
+a small fixed pool of worker threads (app.py), since DuckDB calls block. The connections are uvicorn's h11 protocol
+under connections.py: a request has `request_timeout_s` to arrive whole, each client address at most
+`max_connections_per_client` connections, and at the `max_connections` cap a new connection replaces the one that
+has waited longest for a request (uvicorn's `limit_concurrency` is not used: it answered every request, probes
+included, 503 while the cap was full of connections that never sent a request).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import uvicorn
 
 from pipelines.serving.app import AllocationApp, ServerLimits
+from pipelines.serving.connections import ConnectionGuard, guarded_protocol
 from pipelines.serving.metrics import attach_app
 from pipelines.serving.routes import build_routes
 from pipelines.serving.snapshots import SnapshotPool
@@ -48,10 +53,12 @@ class ApiServer:
         self.sock.bind((host, port))
         self.sock.listen(BACKLOG)
         self.server_address: tuple[Any, ...] = self.sock.getsockname()
+        self.guard = ConnectionGuard(self.limits.max_connections, self.limits.max_connections_per_client,
+                                     self.limits.request_timeout_s, self.limits.retry_after_s)
+        self.app.extra = self.guard.stats  # /healthz shows the connection counts
         config = uvicorn.Config(
-            self.app, log_level="warning", access_log=False, lifespan="on",
-            limit_concurrency=self.limits.max_connections, backlog=BACKLOG,
-            timeout_keep_alive=5, timeout_graceful_shutdown=5, http="h11",
+            self.app, log_level="warning", access_log=False, lifespan="on", backlog=BACKLOG,
+            timeout_keep_alive=5, timeout_graceful_shutdown=5, http=guarded_protocol(self.guard),
             h11_max_incomplete_event_size=MAX_HEADER_BYTES)
         self.server = uvicorn.Server(config)
         self._stopped = threading.Event()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 import duckdb
 import pandas as pd
 
+from pipelines.redaction import redact, redact_url
 from pipelines.timeutil import hour_floor
 from pipelines.warehouse.landing import replace_partitions
 
@@ -33,7 +36,39 @@ COVERAGE_COLS = ["cluster", "hour_ts", "metric", "series_count", "_source"]
 
 
 class SourceError(RuntimeError):
-    """A source failed for a partition; the message names the cluster/zone, the request and the server's error."""
+    """A source failed for a partition; the message names the cluster/zone, the request and the server's error.
+    The message is redacted (pipelines/redaction.py): it reaches Dagster's run storage, the console and the log."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(str(message)))
+
+
+class SourceAuthError(SourceError):
+    """A source refused the credentials (HTTP 401/403). The message is the one line a user acts on: the source, its
+    URL, the status and the setting to check (`setting` is written with `clusters[]` until `for_cluster`)."""
+
+    def __init__(self, source: str, url: str, status: int, setting: str, note: str = "") -> None:
+        self.source, self.url, self.status, self.setting, self.note = source, url, status, setting, note
+        super().__init__(auth_line(source, url, status, setting) + (f" ({note})" if note else ""))
+
+    def __reduce__(self) -> tuple:  # rebuilt from its parts, not from the message
+        return (type(self), (self.source, self.url, self.status, self.setting, self.note))
+
+    def for_cluster(self, index: int) -> SourceAuthError:
+        """The same error naming the cluster's index in the settings key (clusters[0].prometheus...)."""
+        return SourceAuthError(self.source, self.url, self.status,
+                               self.setting.replace("clusters[]", f"clusters[{index}]", 1), self.note)
+
+
+def auth_line(source: str, url: str, status: int, setting: str) -> str:
+    """'Prometheus at http://host:9090 answered 401 Unauthorized: check clusters[0].prometheus.bearer_token_env'"""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "refused"
+    parts = urlsplit(url)
+    where = redact_url(f"{parts.scheme}://{parts.netloc}") if parts.scheme and parts.netloc else url
+    return f"{source} at {where} answered {status} {reason}: check {setting}"
 
 
 class NoDataError(SourceError):
@@ -58,5 +93,5 @@ def land(con: duckdb.DuckDBPyConnection, result: ExtractResult) -> dict[str, int
     return replace_partitions(con, result.batches, result.partitions)
 
 
-__all__ = ["COVERAGE_COLS", "COVERAGE_TABLE", "OPTIONAL_SERIES", "ExtractResult", "NoDataError", "SourceError",
-           "hour_floor", "land"]
+__all__ = ["COVERAGE_COLS", "COVERAGE_TABLE", "OPTIONAL_SERIES", "ExtractResult", "NoDataError", "SourceAuthError",
+           "SourceError", "auth_line", "hour_floor", "land"]

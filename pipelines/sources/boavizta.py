@@ -21,7 +21,7 @@ from pipelines.settings import BoaviztaSettings, Settings
 from pipelines.warehouse.lookups import BOAVIZTA_INSTANCE, required_lookups
 
 from . import base
-from .base import ExtractResult
+from .base import ExtractResult, auth_line
 from .faults import (
     DEFAULT_BUDGET_S,
     Budget,
@@ -222,7 +222,9 @@ def extract_boavizta(
                 rows.append(client.instance(provider, instance_type))
             except (requests.RequestException, ValueError, TypeError, KeyError, AttributeError) as exc:
                 kind = _kind(exc)
-                failures.append(where | {"kind": kind, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+                status = getattr(getattr(exc, "response", None), "status_code", None)
+                failures.append(where | {"kind": kind, "status": status,
+                                         "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
                 log.info("boavizta %s/%s: %s", provider, instance_type, exc)
                 if is_source_wide(kind):
                     tripped = f"the Boavizta API failed earlier in this run ({kind})"
@@ -269,7 +271,12 @@ def boavizta_problems(settings: Settings, keys: list[tuple[str, str]], failures:
     affected = sorted({f"{f['provider']}/{f['instance_type']}" for f in failures})
     first = next((f for f in failures if f.get("kind") == kind), failures[0])
     cause = short_cause(kind, None, str(first["error"]), str(first["request"]))
-    message = (f"Boavizta API: {cause}; {len(affected)} of {len(keys)} instance type(s) "
+    if kind in ("http_401", "http_403") and first.get("status"):  # the API takes no credentials: a proxy's answer
+        cause = auth_line("the Boavizta API", str(first["request"]), int(first["status"]), "boavizta.url")
+        cause = cause[0].upper() + cause[1:]
+    else:
+        cause = f"Boavizta API: {cause}"
+    message = (f"{cause}; {len(affected)} of {len(keys)} instance type(s) "
                f"({', '.join(affected[:6])}{' …' if len(affected) > 6 else ''}) use the bundled embodied profiles "
                "(embodied_fallback)")
     names = {"url_key": "boavizta.url", "timeout_key": "boavizta.timeout_s", "budget_key": "boavizta.time_budget_s",

@@ -38,11 +38,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from pipelines.settings import ClusterSettings, Settings
+from pipelines.settings import ClusterSettings, KubernetesSettings, Settings
 from pipelines.timeutil import hour_floor, utc_now
 
 from . import base
-from .base import ExtractResult, SourceError
+from .base import ExtractResult, SourceError, auth_line
 from .faults import Problem, hint_for, kind_of_status
 
 log = logging.getLogger(__name__)
@@ -526,11 +526,20 @@ def extract_kubernetes(settings: Settings, con: duckdb.DuckDBPyConnection, hours
             summary["rows"] += sum(base.land(con, result).values())
             summary["warnings"].extend(result.metadata.get("warnings", []) or [])
         if failed is not None:
-            summary["problems"].append(_problem(cluster, failed, missed))
+            summary["problems"].append(_problem(cluster, failed, missed, settings.clusters.index(cluster)))
     return summary
 
 
-def _problem(cluster: ClusterSettings, exc: SourceError, missed: list[datetime]) -> Problem:
+def _auth_setting(k: KubernetesSettings, key: str) -> str:
+    """The key that supplies the credentials the API refused."""
+    if k.in_cluster:
+        return f"{key}.in_cluster (the pod's service account and its RBAC)"
+    if k.kubeconfig or k.context or not k.host:
+        return f"{key}.kubeconfig and {key}.context (the kubeconfig's user)"
+    return f"{key}.kubeconfig ({key}.host alone sends no credentials)"
+
+
+def _problem(cluster: ClusterSettings, exc: SourceError, missed: list[datetime], index: int | None = None) -> Problem:
     cause = exc.__cause__
     if isinstance(cause, ApiException) and cause.status:
         kind = kind_of_status(int(cause.status))
@@ -548,9 +557,14 @@ def _problem(cluster: ClusterSettings, exc: SourceError, missed: list[datetime])
         kind = "connection_refused"
     else:
         kind = "connection_error"
-    message = (f"the Kubernetes API failed for {len(missed)} hour(s) ({str(exc)[:200]}); those hours keep the "
+    key = f"clusters[{cluster.name if index is None else index}].kubernetes"
+    what = str(exc)[:200]
+    if kind in ("http_401", "http_403"):  # the source, the status and the setting to check, in one line
+        what = auth_line("the Kubernetes API", cluster.kubernetes.host or "the kubeconfig's server",
+                         int(kind[-3:]), _auth_setting(cluster.kubernetes, key))
+    message = (f"the Kubernetes API failed for {len(missed)} hour(s) ({what}); those hours keep the "
                "metadata kube-state-metrics exports (labels, owners), as hours older than the snapshot reach do")
-    names = {"url_key": f"clusters[{cluster.name}].kubernetes", "timeout_key": "the API server's health",
+    names = {"url_key": key, "timeout_key": "the API server's health",
              "budget_key": "", "auth": "the service account or kubeconfig credentials"}
     return Problem("kubernetes", kind, message, hint_for(kind, names), [h.isoformat() for h in missed],
                    cluster=cluster.name)

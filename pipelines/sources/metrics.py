@@ -59,6 +59,8 @@ def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: l
         for chunk in chunks(hours, land_chunk_hours(cluster)):
             try:
                 result = extract(cluster, chunk)
+            except base.SourceAuthError as exc:  # the line names the cluster's own key: clusters[<index>]...
+                raise exc.for_cluster(settings.clusters.index(cluster)) from None
             except base.NoDataError as exc:  # a chunk of hours without samples: the others may still have some
                 empty = empty or exc
                 summary["warnings"].append(f"cluster {cluster.name}: {exc}")

@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 
 from pipelines.jsonsafe import json_text
+from pipelines.redaction import redact
 from pipelines.warehouse.landing import replace_partitions
 
 TABLE = "source_health"
@@ -31,6 +32,10 @@ class Problem:
     hint: str
     affected: list[str] = field(default_factory=list)
     cluster: str = ""
+
+    def __post_init__(self) -> None:
+        # the message quotes the source's answer; it is stored (ledger, run storage) and shown (console, /healthz)
+        self.message, self.hint = redact(self.message), redact(self.hint)
 
     def line(self) -> str:
         """The one console line: source, what failed, what the day used instead, what to do."""

@@ -164,15 +164,40 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+PLANTED = "planted-pg-token-93be51c0"
+
+
+def _tables_holding(dsn: str, needle: str) -> list[str]:
+    """The tables of the database (every schema but PostgreSQL's own) with a row whose text holds `needle`."""
+    import psycopg2
+    from psycopg2 import sql
+
+    found = []
+    with psycopg2.connect(dsn) as con, con.cursor() as cur:
+        cur.execute("select table_schema, table_name from information_schema.tables where table_type = 'BASE TABLE'"
+                    " and table_schema not in ('pg_catalog', 'information_schema')")
+        for schema, table in cur.fetchall():
+            cur.execute(sql.SQL("select count(*) from {} t where strpos(t::text, %s) > 0").format(
+                sql.Identifier(schema, table)), [needle])
+            if cur.fetchone()[0]:
+                found.append(f"{schema}.{table}")
+    con.close()
+    return found
+
+
 @pytest.mark.slow
 def test_daily_materialisation_on_postgres(tmp_path: Path, postgres_url: str, monkeypatch):
     import psycopg2
 
     workdir = tmp_path / "work"
-    write_config(workdir).write_text(PG_CONFIG)
+    # a token the run reads (Electricity Maps' token from the environment; nothing listens on its port, so the day
+    # degrades to the built-in zone values): it must be stored nowhere in PostgreSQL (issue 31)
+    write_config(workdir).write_text(PG_CONFIG + f"carbon: {{provider: electricitymaps, base_url: "
+                                     f"'http://127.0.0.1:{free_port()}', token_env: KL_PG_PLANTED, timeout_s: 2}}\n")
     t0 = time.perf_counter()
     proc = subprocess.run(cli_args(workdir, "materialize", "--date", D1.isoformat()), cwd=workdir,
-                          env=cli_env(**{URL_ENV: postgres_url}), capture_output=True, text=True, timeout=900)
+                          env=cli_env(**{URL_ENV: postgres_url, "KL_PG_PLANTED": PLANTED}), capture_output=True,
+                          text=True, timeout=900)
     took = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     print(f"\nmaterialised {D1} on PostgreSQL in {took:.1f} s")
@@ -190,6 +215,9 @@ def test_daily_materialisation_on_postgres(tmp_path: Path, postgres_url: str, mo
     con.close()
     assert runs == [("reference", "SUCCESS"), ("extract_hourly", "SUCCESS"), ("daily_warehouse", "SUCCESS")]
     assert materialisations > 20
+    assert "carbon degraded" in proc.stdout + proc.stderr  # the token was read and sent: the planting took
+    assert "runs" in str(_tables_holding(postgres_url, "daily_warehouse"))  # the search sees stored text
+    assert _tables_holding(postgres_url, PLANTED) == [], "a secret read from the environment is in run storage"
 
     # the same runs through Dagster's API, and the run prune on PostgreSQL: two days on, the reference and extract
     # runs go, the daily build (the day's latest) stays

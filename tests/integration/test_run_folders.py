@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,7 @@ import pytest
 
 from pipelines import DBT_PROJECT_DIR, PROJECT_ROOT
 from pipelines.settings import SettingsError, load_settings
-from tests.fixtures.pipeline_workdir import CONFIG, D1, run_cli, write_config
+from tests.fixtures.pipeline_workdir import CONFIG, D1, cli_args, cli_env, group_alive, run_cli, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,43 @@ def test_prune_run_folders_keeps_the_newest_and_those_in_use(tmp_path: Path, mon
     prune_run_folders(tmp_path, 0)
     assert list(tmp_path.iterdir()) == []
     assert prune_run_folders(tmp_path / "missing", 3) == []
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()  # reaped: no process has this pid now
+    return proc.pid
+
+
+def test_parse_folders_of_killed_processes_are_removed_and_live_ones_kept(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("KUBELEDGER_WAREHOUSE", str(tmp_path / "wh" / "kubeledger.duckdb"))
+    from pipelines.dagster_defs.assets_dbt import PARSE_LOCK, STALE_TMP_S, remove_orphaned_parses
+
+    root = tmp_path / "manifest"
+    digest = "0123abcd"
+    dead, live = _dead_pid(), os.getpid()
+    folders = {name: root / name for name in (
+        f".{digest}.{dead}.tmp",  # killed during setup: removed
+        f".{digest}.{dead}.tmp-locked",  # renamed below: a parse in another container (pid not ours) holding its lock
+        f".{digest}.{live}.tmp",  # a live run's parse, before it took its lock: kept
+        f".{digest}.1.tmp",  # pid 1 is alive, but the folder is older than any parse (a reused pid): removed
+        digest,  # a manifest: never touched here
+    )}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+        (folder / "partial_parse.msgpack").write_bytes(b"x" * 1000)
+    locked = root / f".{digest}.{_dead_pid()}.tmp"
+    folders[f".{digest}.{dead}.tmp-locked"].rename(locked)
+    old = time.time() - STALE_TMP_S - 60
+    os.utime(root / f".{digest}.1.tmp", (old, old))
+    with open(locked / PARSE_LOCK, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        removed = remove_orphaned_parses(root)
+    assert sorted(p.name for p in removed) == sorted([f".{digest}.{dead}.tmp", f".{digest}.1.tmp"])
+    assert sorted(p.name for p in root.iterdir()) == sorted([locked.name, f".{digest}.{live}.tmp", digest])
+    (locked / PARSE_LOCK).touch()  # its holder is gone now: the lock is free, the pid dead
+    assert remove_orphaned_parses(root) == [locked]
+    assert remove_orphaned_parses(tmp_path / "missing") == []
 
 
 def test_keep_run_folders_is_validated(tmp_path: Path):
@@ -171,6 +209,55 @@ def test_run_folders_stay_bounded_and_nothing_lands_in_the_code_tree(tmp_path: P
     added = sorted(set(after) - set(before))
     changed = sorted(p for p in set(after) & set(before) if after[p] != before[p])
     assert not added and not changed, f"written into the code tree: added {added[:20]}, changed {changed[:20]}"
+
+
+def test_a_run_killed_while_parsing_leaves_a_folder_the_next_run_removes(tmp_path: Path):
+    """SIGKILL of a real run's process group during setup, while its `.<hash>.<pid>.tmp` parse folder exists: the
+    next run removes it at its start, and keeps the folder of a live process."""
+    if (DBT_PROJECT_DIR / "target" / "kubeledger-manifest.sha256").is_file():
+        pytest.skip("a manifest prepared in the project is used: no run parses")
+    workdir = tmp_path / "work"
+    write_config(workdir).write_text(SMALL_CONFIG)
+    manifests = workdir / "wh" / "state" / "dbt" / "manifest"
+
+    def parse_folders() -> list[Path]:
+        return sorted(manifests.glob(".*.tmp")) if manifests.is_dir() else []
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(cli_args(workdir, "materialize", "--date", D1.isoformat()), cwd=workdir,
+                                env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    def kill(proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{what}: not seen (run exit code {proc.poll()})")
+            time.sleep(0.05)
+
+    first = start()
+    try:
+        wait_for(lambda: any(f.name.endswith(f".{first.pid}.tmp") for f in parse_folders()), "the first run's parse",
+                 first)
+    finally:
+        kill(first)
+    orphan = next(manifests.glob(f".*.{first.pid}.tmp"))  # left behind: nothing of that run is alive
+    live = manifests / f".{orphan.name.split('.')[1]}.{os.getpid()}.tmp"  # this test's process: alive
+    live.mkdir()
+
+    second = start()
+    try:
+        wait_for(lambda: not orphan.exists(), "the orphaned parse folder removed by the next run", second)
+        assert live.is_dir()  # a live process's folder is never removed
+    finally:
+        kill(second)
 
 
 @pytest.mark.slow

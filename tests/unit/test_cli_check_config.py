@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from pathlib import Path
 
 from pipelines.cli import main
 
@@ -44,3 +46,23 @@ def test_a_good_configuration_passes(tmp_path, capsys, monkeypatch):
     assert main(["check-config", "--config", str(cfg)]) == 0
     out = capsys.readouterr().out
     assert "pricing.instance_sheet" in out and "1 rows" in out and out.splitlines()[-1].startswith("all ")
+
+
+def test_places_that_cannot_be_written_fail_naming_the_key(tmp_path, capsys, monkeypatch):
+    """Permissions are check-config's (the settings load on read-only volumes too): each place a run writes is a
+    line, FAILED with its key when its nearest existing folder is not writable."""
+    import pipelines.check_config as check_config
+
+    monkeypatch.setenv("KUBELEDGER_WAREHOUSE", str(tmp_path / "wh" / "kubeledger.duckdb"))
+    (tmp_path / "ro").mkdir()
+    cfg = tmp_path / "kubeledger.yaml"
+    cfg.write_text("warehouse:\n  path: wh/kubeledger.duckdb\n  parquet_path: ro/parquet\n")
+    real_access = os.access
+    monkeypatch.setattr(check_config.os, "access",
+                        lambda path, mode: Path(path) != tmp_path / "ro" and real_access(path, mode))
+    assert main(["check-config", "--config", str(cfg)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    failed = [ln.strip() for ln in lines if ln.lstrip().startswith("FAILED")]
+    assert failed == [f"FAILED warehouse.parquet_path {tmp_path / 'ro' / 'parquet'}: cannot be written "
+                      f"({tmp_path / 'ro'} is not writable): fix the permissions or change warehouse.parquet_path"]
+    assert any(ln.split()[:2] == ["ok", "warehouse.serving_path"] for ln in lines), lines

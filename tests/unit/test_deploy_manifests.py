@@ -29,10 +29,10 @@ from kubernetes import client
 import pipelines
 from pipelines.settings import load_settings
 from pipelines.sources.kubernetes import KINDS
+from tests.fixtures.dockerfile import dockerfile_instructions as _instructions
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S_DIR = ROOT / "deploy" / "kubernetes"
-DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 IMAGE = "ghcr.io/kubeledger/kubeledger:0.1.0"
 UID = 10001
@@ -339,7 +339,7 @@ def test_the_api_serves_9003_with_healthz_probes_behind_its_service():
     (api,) = pod["containers"]
     assert api["args"] == ["serve", "--host", "0.0.0.0", "--port", "9003"]
     assert api["ports"] == [{"name": "http", "containerPort": 9003}]
-    assert api["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert api["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     liveness = api["livenessProbe"]["exec"]["command"]
     assert liveness[:2] == ["python", "-c"] and "/healthz" in liveness[2]
     compile(liveness[2], "liveness", "exec")
@@ -386,26 +386,6 @@ def test_the_namespace_enforces_the_restricted_pod_security_standard():
 
 # --- Dockerfile ---------------------------------------------------------------------------------------------------
 
-def _instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comment lines dropped."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for raw in DOCKERFILE.read_text().splitlines():
-        line = raw.strip()
-        if line.startswith("#") or (not line and not pending):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        logical = (pending + line).strip()
-        pending = ""
-        if logical:
-            instruction, _, args = logical.partition(" ")
-            out.append((instruction.upper(), args.strip()))
-    assert not pending, "the Dockerfile ends inside a continuation line"
-    return out
-
-
 def _only(instruction: str) -> str:
     found = [args for ins, args in _instructions() if ins == instruction]
     assert len(found) == 1, f"expected one {instruction}, found {len(found)}"
@@ -441,7 +421,9 @@ def _env_of_dockerfile() -> dict[str, str]:
 
 
 def test_dockerfile_base_user_entrypoint_and_command():
-    assert _instructions()[0] == ("FROM", "python:3.11-slim")
+    instruction, base = _instructions()[0]
+    # by digest (tests/unit/test_requirements_lock.py checks the form): the tag alone moves with every re-push
+    assert instruction == "FROM" and base.startswith("python:3.11-slim@sha256:")
     user = _only("USER")
     assert user.split(":")[0] == str(UID) and user.split(":")[1] == str(UID)
     assert json.loads(_only("ENTRYPOINT")) == ["kubeledger"]
@@ -481,7 +463,7 @@ def test_dockerfile_puts_the_source_tree_where_the_code_resolves_it():
         assert ROOT / copies[image_path] == local
     runs = " ".join(args for ins, args in _instructions() if ins == "RUN")
     # editable: a plain `pip install .` would move pipelines/ into site-packages, away from dbt_project/ and sql/
-    assert "pip install --no-deps -e /app" in runs
+    assert "pip install --no-deps --no-build-isolation --no-index -e /app" in runs
 
 
 def test_dockerfile_prepares_the_dbt_manifest_the_assets_accept():

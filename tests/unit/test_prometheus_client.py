@@ -125,9 +125,9 @@ def test_timeout(standin: StandIn) -> None:
 
 def test_401_names_the_status(standin: StandIn) -> None:
     standin.replies = [(401, {"Content-Type": "text/plain"}, b"Unauthorized")]
-    with pytest.raises(SourceError, match="HTTP 401") as e:
+    with pytest.raises(SourceError, match="answered 401 Unauthorized: check clusters") as e:
         client(standin.url).query("up", 1.0)
-    assert "Unauthorized" in str(e.value)
+    assert str(e.value).startswith(f"Prometheus at {standin.url.rstrip('/')} answered 401 Unauthorized"), e.value
     assert len(standin.seen) == 1
 
 

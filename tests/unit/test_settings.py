@@ -218,6 +218,31 @@ BAD_VALUES = [
      ["clusters[0].kubernetes.kubeconfig", "not found"]),
     # YAML syntax errors stay on one line and give the position
     ("warehouse:\n  path: [1\n", ["line 3, column 1", "not valid YAML"]),
+    # control characters: PyYAML's reader refuses the whole file before parsing (was a 20-line ReaderError)
+    ("warehouse:\n  path: \"w\x00.duckdb\"\n", ["line 2, column 11", "not valid YAML", "'\\x00'", "remove it"]),
+    ("clusters:\n  - name: a\n    region: eu\x07west\n", ["line 3, column 15", "'\\x07'", "printable text"]),
+    ("\x7f: 1\n", ["line 1, column 1", "'\\x7f'"]),
+    ("warehouse: " + "[" * 3000 + "]" * 3000 + "\n", ["not valid YAML", "nested", "4 levels"]),
+    ("clusters:\n  - name: a\n    region: \"\\ud800\"\n", ["clusters[0].region", "control characters"]),
+    # the places a run writes: creatable, of the right kind (was: passed, then the run crashed naming no key)
+    ("warehouse:\n  path: /dev/null/x.duckdb\n",
+     ["warehouse.path", "cannot be created: /dev/null is a device", "not a folder", "e.g. warehouse/kubeledger.duckdb"]),
+    ("warehouse:\n  path: /tmp\n", ["warehouse.path", "/tmp is a directory, not a file", "DuckDB file"]),
+    ("warehouse:\n  path: kubeledger.yaml\n", ["warehouse.path", "not a DuckDB database"]),
+    ("warehouse:\n  path: wh/\n", ["warehouse.path", "'wh/'", "use a file path"]),
+    ("warehouse:\n  path: ''\n", ["warehouse.path", "non-empty file path"]),
+    ("warehouse:\n  serving_path: /dev/null\n",
+     ["warehouse.serving_path", "is a device, FIFO or socket, not a file", "e.g. warehouse/serving.duckdb"]),
+    ("warehouse:\n  serving_path: /dev/null/s.duckdb\n", ["warehouse.serving_path", "cannot be created"]),
+    ("warehouse:\n  path: w.duckdb\n  serving_path: ./w.duckdb\n",
+     ["warehouse.serving_path", "is also warehouse.path", "its own path"]),
+    ("warehouse:\n  parquet_path: /etc/passwd\n", ["warehouse.parquet_path", "is a file, not a folder",
+                                                   "e.g. warehouse/parquet"]),
+    ("warehouse:\n  parquet_path: /dev/null/parquet\n", ["warehouse.parquet_path", "cannot be created"]),
+    ("warehouse:\n  parquet_path: ' '\n", ["warehouse.parquet_path", "non-empty folder path"]),
+    ("lake:\n  root: /dev/null/lake\n", ["lake.root", "cannot be created", "e.g. warehouse/lake"]),
+    ("lake:\n  root: /etc/passwd\n", ["lake.root", "is a file, not a folder"]),
+    ("warehouse:\n  path: " + "a" * 300 + "/w.duckdb\n", ["warehouse.path", "cannot be used (File name too long)"]),
 ]
 
 
@@ -259,6 +284,101 @@ def test_cli_refuses_bad_config_fast_and_writes_nothing(tmp_path, capsys, text):
     err = capsys.readouterr().err
     assert err.startswith(f"kubeledger: {p}: ") and err.count("\n") == 1, err
     assert sorted(x.name for x in tmp_path.iterdir()) == ["kubeledger.yaml"]
+
+
+@pytest.mark.parametrize("argv", [["check-config"], ["status"], ["demo"], ["materialize", "--date", "2026-03-01"],
+                                  ["backfill", "--start", "2026-03-01", "--end", "2026-03-02"], ["recommend"],
+                                  ["serve"], ["dev"], ["repair-instance"], ["allocation", "--window", "1d"]])
+@pytest.mark.parametrize("text", ["clusters:\n  - name: a\n    region: eu\x07west\n",
+                                  "warehouse:\n  path: /dev/null/x.duckdb\n", "warehouse:\n  path: wh.duckdb\n"])
+def test_every_command_refuses_a_bad_config_in_one_line(tmp_path, capsys, argv, text):
+    """check-config included: a control character (was a 20-line ReaderError traceback) or a warehouse path that
+    can never be written (was "ok ... exists", then a crash in materialize) is one line, exit 2."""
+    from pipelines.cli import main
+
+    (tmp_path / "wh.duckdb").mkdir()  # the third config names a directory as the warehouse file
+    p = write(tmp_path, text)
+    assert main(["--config", str(p), *argv]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"kubeledger: {p}: ") and err.count("\n") == 1 and not out, err
+    assert ("line 3, column 15" in err) if "\x07" in text else ("warehouse.path: " in err), err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["kubeledger.yaml", "wh.duckdb"]
+
+
+def test_the_folders_kept_next_to_the_warehouse_file_are_checked(tmp_path, monkeypatch):
+    """state, reports and the Dagster home live next to the warehouse file: a file in their place is named with
+    warehouse.path (the key that places them); an override by the environment is named as such."""
+    (tmp_path / "wh").mkdir()
+    p = write(tmp_path, "warehouse:\n  path: wh/kubeledger.duckdb\n")
+    assert load_settings(p).warehouse_path == tmp_path / "wh" / "kubeledger.duckdb"
+    for name in ("state", "reports", "dagster"):
+        (tmp_path / "wh" / name).write_text("")
+        with pytest.raises(SettingsError) as exc:
+            load_settings(p)
+        assert str(exc.value) == (f"{p}: warehouse.path: {tmp_path / 'wh' / name} is a file, not a folder; kubeledger "
+                                  "keeps this folder next to the warehouse file: move it away or choose another "
+                                  "warehouse.path"), exc.value
+        (tmp_path / "wh" / name).unlink()
+    (tmp_path / "elsewhere.duckdb").mkdir()
+    monkeypatch.setenv("KUBELEDGER_WAREHOUSE", str(tmp_path / "elsewhere.duckdb"))
+    with pytest.raises(SettingsError, match=r"KUBELEDGER_WAREHOUSE \(in place of warehouse\.path\): .* is a "
+                                            r"directory, not a file"):
+        load_settings(p)
+    monkeypatch.setenv("KUBELEDGER_WAREHOUSE", str(tmp_path / "wh" / "kubeledger.duckdb"))  # as the CLI sets it
+    assert load_settings(p).warehouse_path == tmp_path / "wh" / "kubeledger.duckdb"
+
+
+def test_a_duckdb_file_or_a_missing_path_is_fine(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    duckdb.connect(str(tmp_path / "w.duckdb")).close()
+    (tmp_path / "empty.duckdb").write_bytes(b"")  # being created by another process right now: not judged
+    p = write(tmp_path, "warehouse:\n  path: w.duckdb\n  serving_path: empty.duckdb\n  parquet_path: new/a/b\n"
+                        "lake:\n  root: s3a://bucket/lake\n")
+    s = load_settings(p)
+    assert s.warehouse_path == tmp_path / "w.duckdb" and s.parquet_path == tmp_path / "new" / "a" / "b"
+    assert not (tmp_path / "new").exists()  # checked, not created
+
+
+def test_step_errors_name_the_setting_of_the_path_they_mention(tmp_path):
+    """A step's error names the key when it mentions a path a setting places (the warehouse file, a folder next to
+    it, a price file); other errors are left as they are."""
+    from pipelines.runs import setting_named
+
+    (tmp_path / "nodes.csv").write_text("InstanceID,AssetClass,MarketPriceHourly\n")
+    p = write(tmp_path, "warehouse:\n  path: wh/kubeledger.duckdb\n  serving_path: wh/serving.duckdb\n"
+                        "pricing:\n  node_csv: nodes.csv\n")
+    s = load_settings(p)
+    wh = tmp_path / "wh"
+    cases = {
+        f'IOException: IO Error: Could not read from file "{wh}/kubeledger.duckdb": Is a directory': "warehouse.path",
+        f"IOException: IO Error: Cannot open file {wh}/kubeledger.duckdb.wal: Permission denied": "warehouse.path",
+        f"NotADirectoryError: [Errno 20] Not a directory: '{wh}/state/logs'": "warehouse.path",
+        f"PermissionError: [Errno 13] Permission denied: '{wh}/serving.duckdb'": "warehouse.serving_path",
+        f"PricingFileError: {tmp_path}/nodes.csv: line 2, column 'MarketPriceHourly': 'x' is not a price":
+            "pricing.node_csv",
+    }
+    for message, key in cases.items():
+        assert setting_named(message, s) == f"{message} ({key} in {p})"
+    for message in (f"IOException: Could not read from file '{wh}/kubeledger.duckdbx'", "dbt seed failed (exit code 2)",
+                    "pricing.node_csv: already named"):
+        assert setting_named(message, s) == message
+    assert setting_named("anything", None) == "anything"
+
+
+def test_a_log_folder_that_cannot_be_made_is_one_line_naming_the_key(tmp_path, capsys):
+    """Made impossible after the settings loaded (the state folder replaced by a file): one line, not a traceback."""
+    import argparse
+
+    from pipelines.cli import EXIT_FAILED, _work
+
+    p = write(tmp_path, "warehouse:\n  path: wh/kubeledger.duckdb\n")
+    s = load_settings(p)
+    (tmp_path / "wh").mkdir()
+    (tmp_path / "wh" / "state").write_text("")
+    assert _work(argparse.Namespace(verbose=False), s, ["demo"], "header", lambda _session: None) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err == (f"kubeledger: cannot start the log file: NotADirectoryError: [Errno 20] Not a directory: "
+                   f"'{tmp_path}/wh/state/logs' (warehouse.path in {p})\n"), err
 
 
 def test_a_semantically_bad_cron_is_checked_by_dagster(tmp_path):

@@ -3,6 +3,7 @@ configured provider into raw.carbon_intensity_hours."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from pipelines.sources import base
+from pipelines.sources.base import auth_line
 from pipelines.sources.faults import Problem, hint_for, main_kind, short_cause
 from pipelines.warehouse.lookups import CARBON_ZONE, required_lookups
 
@@ -44,6 +46,18 @@ def _kept_hours(con: duckdb.DuckDBPyConnection, provider: str, zones: list[str],
         [provider, zones, min(hours), max(hours)]).fetchone()[0]
 
 
+AUTH_KINDS = ("http_401", "http_403")
+PROVIDER_LABELS = {"electricitymaps": "Electricity Maps", "wattnet": "Wattnet"}
+
+
+def carbon_auth_setting(settings: Settings, provider: str) -> str:
+    """The key to check when the provider refuses the credentials (Electricity Maps: the token's variable)."""
+    if provider != "electricitymaps":
+        return "carbon.base_url"
+    env = settings.carbon.token_env
+    return f"carbon.token_env (${env} is {'set' if os.environ.get(env) else 'not set'})"
+
+
 def carbon_problems(settings: Settings, provider: str, zones: list[str], failures: list[dict[str, Any]],
                     hours: list[datetime], kept: int = 0) -> list[Problem]:
     """At most one Problem for the run: which zones failed how, what the models use instead, what to do."""
@@ -54,12 +68,15 @@ def carbon_problems(settings: Settings, provider: str, zones: list[str], failure
     missing = sum(int(f.get("hours_missing") or 0) for f in failures if f.get("kind") in ("partial", "no_data"))
     first = next((f for f in failures if f.get("kind") == kind), failures[0])
     cause = short_cause(kind, first.get("status"), str(first.get("error") or ""), str(first.get("request") or ""))
+    if kind in AUTH_KINDS and first.get("status"):  # the source, the status and the setting to check
+        cause = auth_line(PROVIDER_LABELS.get(provider, provider), str(first.get("request") or ""),
+                          int(first["status"]), carbon_auth_setting(settings, provider))
     zone_list = f"{', '.join(failed[:6])}{' …' if len(failed) > 6 else ''}"
     if kind in ("partial", "no_data"):
         message = (f"{provider} had no value for {missing} zone-hour(s) of {zone_list}; those hours use the "
                    "built-in annual zone value (zone_default_intensity)")
     else:
-        message = (f"{provider}: {cause}; {len(failed)} of {len(zones)} zone(s) ({zone_list}) use the built-in "
+        message = (f"{cause if kind in AUTH_KINDS else f'{provider}: {cause}'}; {len(failed)} of {len(zones)} zone(s) ({zone_list}) use the built-in "
                    "annual zone values (zone_default_intensity)")
     if kept:
         message += f", except {kept} zone-hour(s) that keep the value landed by an earlier run"

@@ -24,7 +24,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from pipelines.settings import PrometheusSettings
-from pipelines.sources.base import SourceError
+from pipelines.sources.base import SourceAuthError, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +192,8 @@ class PrometheusClient:
 
     def _decode(self, status: int, body: bytes, path: str, params: Mapping[str, Any]) -> dict[str, Any]:
         where = self._where(path, params)
+        if status in (401, 403):  # whatever the body (JSON, a proxy's page): one line naming the setting to check
+            raise self.auth_error(status)
         enabled = gc.isenabled()
         gc.disable()  # the cyclic GC makes json.loads of large responses several times slower
         try:
@@ -217,13 +219,31 @@ class PrometheusClient:
             return payload
         etype = payload.get("errorType", "")
         err = payload.get("error", "") or str(payload)[:300]
-        if status in (401, 403):
-            msg = f"{where}: HTTP {status} authentication/authorisation failed: {err}"
-        else:
-            msg = f"{where}: HTTP {status} {etype}: {err}"
+        msg = f"{where}: HTTP {status} {etype}: {err}"
         if _SIZE_ERROR_RE.search(err):
             raise QueryTooLargeError(msg)
         raise SourceError(msg)
+
+    def auth_error(self, status: int) -> SourceAuthError:
+        """The credentials were refused: name the key that supplies them (`clusters[]` until the caller knows the
+        cluster's index) and, for an environment variable, whether it is set."""
+        p, key = self.settings, "clusters[].prometheus"
+        if p.bearer_token_env or p.bearer_token_file:
+            env = p.bearer_token_env
+            setting = f"{key}.bearer_token_env" if env else f"{key}.bearer_token_file"
+            note = (f"${env} is {'set' if os.environ.get(env) else 'not set'}" if env
+                    else f"the token in {p.bearer_token_file}")
+        elif p.basic_auth_username:
+            env = p.basic_auth_password_env
+            setting = f"{key}.basic_auth_password_env" if env else f"{key}.basic_auth_password_file"
+            note = (f"user {p.basic_auth_username}, ${env} is {'set' if os.environ.get(env) else 'not set'}" if env
+                    else f"user {p.basic_auth_username}")
+        elif p.client_cert_file:
+            setting, note = f"{key}.client_cert_file", ""
+        else:
+            setting, note = f"{key}.bearer_token_env", "no credentials are configured"
+        return SourceAuthError("Prometheus", self.base_url, status, setting,
+                               f"cluster {self.cluster}; {note}" if note else f"cluster {self.cluster}")
 
     # -- API --
 
@@ -255,6 +275,8 @@ class PrometheusClient:
             # trust only Prometheus itself: Mimir/Thanos/VictoriaMetrics report their own version numbers
             if m and "application" not in info:
                 major = int(m.group(1))
+        except SourceAuthError:
+            raise  # the probe would be refused the same way
         except SourceError as exc:
             log.info("cluster %s: buildinfo unavailable (%s); probing range semantics", self.cluster, exc)
         if major is not None and major >= 2:
