@@ -272,10 +272,32 @@ def cmd_allocation(args: argparse.Namespace, settings: Settings, rest: list[str]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.serving.app import ServerLimits
     from pipelines.serving.server import serve
 
-    serve(settings, args.host, args.port)
+    serve(settings, args.host, args.port, serve_limits(args, ServerLimits()))
     return 0
+
+
+def serve_limits(args: argparse.Namespace, base: Any) -> Any:
+    """The server's limits with the command line's connection bounds (behind an ingress every client shares the
+    ingress's address: its per-address cap is the one to raise)."""
+    from dataclasses import replace
+
+    return replace(base, max_connections_per_client=args.max_connections_per_client or base.max_connections_per_client,
+                   request_timeout_s=args.request_timeout or base.request_timeout_s)
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not 0 < value < float("inf"):  # NaN fails too
+            raise argparse.ArgumentTypeError(f"{text!r} is not a positive {'integer' if kind is int else 'number'}")
+        return value
+    return parse
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings, rest: list[str]) -> int:
@@ -351,6 +373,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the allocation HTTP API")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=9003, help="port (default 9003)")
+    serve.add_argument("--max-connections-per-client", type=_positive(int), default=None, metavar="N",
+                       help="open connections per client address (default 64; behind an ingress or proxy every "
+                            "client has its address: raise it to the proxy's upstream pool)")
+    serve.add_argument("--request-timeout", type=_positive(float), default=None, metavar="SECONDS",
+                       help="time a client has to send a whole request once connected or answered (default 5)")
     _common(serve)
     from pipelines.recommend_cli import add_parser as add_recommend_parser
 

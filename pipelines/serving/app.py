@@ -46,7 +46,8 @@ ALLOWED_METHODS = "GET, HEAD"
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Bounds of the API server (kubeledger.yaml `serving`, documented in docs/API.md)."""
+    """Bounds of the API server (docs/API.md); `kubeledger serve --max-connections-per-client/--request-timeout`
+    set the connection bounds, the rest are these defaults."""
 
     max_running: int = max(2, 2 * (os.cpu_count() or 1))
     max_queued: int = 32
