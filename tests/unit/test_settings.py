@@ -308,6 +308,7 @@ def test_every_command_refuses_a_bad_config_in_one_line(tmp_path, capsys, argv, 
 def test_the_folders_kept_next_to_the_warehouse_file_are_checked(tmp_path, monkeypatch):
     """state, reports and the Dagster home live next to the warehouse file: a file in their place is named with
     warehouse.path (the key that places them); an override by the environment is named as such."""
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # set, it places the Dagster home instead (scripts/test.sh sets it)
     (tmp_path / "wh").mkdir()
     p = write(tmp_path, "warehouse:\n  path: wh/kubeledger.duckdb\n")
     assert load_settings(p).warehouse_path == tmp_path / "wh" / "kubeledger.duckdb"
