@@ -3,8 +3,7 @@
 - `spark_dbt`: the group's one dbt runner on the `spark` target (one JVM, one Spark session, its metastore and
   managed tables under one KUBELEDGER_SPARK_DIR), session-scoped: every in-process dbt call of the group uses it.
   The session is the product's (pipelines/engines/spark_session.py, the engine's settings), started before dbt,
-  whose `method: session` then finds it: the tests run Spark as configured for users, not as the bare profile,
-  with whole-stage code generation off (tests/fixtures/spark_dbt.py).
+  whose `method: session` then finds it: the tests run Spark as configured for users, not as the bare profile.
   The CLI runs of test_spark_kill.py are subprocesses with their own JVM (the SIGKILL needs a process to kill).
 - The session's backfilled Prometheus (tests/integration/conftest.py) for the Spark equivalence test's scenario day:
   the same fixture, imported, not copied (tests/spark is not under tests/integration, whose conftest pytest loads
@@ -21,7 +20,7 @@ import pytest
 from pipelines.engines.spark_session import get_session, stop_session
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import CONFIG
-from tests.fixtures.spark_dbt import NO_WHOLE_STAGE_CODEGEN, SparkDbt, require_spark
+from tests.fixtures.spark_dbt import SparkDbt, require_spark
 from tests.integration.conftest import prometheus_scenario  # noqa: F401
 
 
@@ -30,7 +29,7 @@ def spark_dbt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkDbt]:
     """The group's one dbt runner on the `spark` target; each day's build points KUBELEDGER_LAKE at its own lake."""
     require_spark()
     tmp = tmp_path_factory.mktemp("spark")
-    (tmp / "kubeledger.yaml").write_text("engine: spark\n" + CONFIG + NO_WHOLE_STAGE_CODEGEN)
+    (tmp / "kubeledger.yaml").write_text("engine: spark\n" + CONFIG)
     settings = load_settings(tmp / "kubeledger.yaml")
     env = {"KUBELEDGER_SPARK_DIR": str(settings.spark_state_dir), "SPARK_LOCAL_IP": "127.0.0.1", "DO_NOT_TRACK": "1"}
     saved = {k: os.environ.get(k) for k in [*env, "KUBELEDGER_LAKE"]}

@@ -9,7 +9,6 @@
   previous build's rows or is absent; the re-run then gives the clean run's marts.
 
 Each CLI run starts its own JVM (a subprocess is what the kill needs); the clean Spark run is shared by the module.
-The clean run has Spark's defaults; the killed run and the re-run turn whole-stage code generation off (faster).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import pytest
 from scripts.compare_marts import main as compare_marts
 from tests.fixtures.pipeline_workdir import CONFIG, cli_args, cli_env, group_alive, run_cli
 from tests.fixtures.spark_compare import assert_lake_marts_equal
-from tests.fixtures.spark_dbt import NO_WHOLE_STAGE_CODEGEN
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -147,9 +145,6 @@ def test_sigkill_while_spark_writes_the_marts_then_rerun(spark_demo: Path, tmp_p
     shutil.copyfile(wd / "wh" / "kubeledger.duckdb", clean_copy)
     before = lake_partitions(lake)
     assert before
-    # the killed run and the re-run without whole-stage code generation (faster here; the re-run's marts must
-    # still equal the clean run's, which had Spark's defaults)
-    (wd / "kubeledger.yaml").write_text(SPARK_CONFIG + NO_WHOLE_STAGE_CODEGEN)
 
     proc = subprocess.Popen(cli_args(wd, "materialize", "--date", DAY.isoformat()), cwd=wd, env=cli_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
