@@ -37,7 +37,7 @@ from pipelines.dagster_defs.dbt_args import (
     dbt_vars,
     parse_args,
 )
-from pipelines.dagster_defs.instance import _pid_alive, exclusive_lock
+from pipelines.dagster_defs.instance import exclusive_lock, pid_alive
 from pipelines.dagster_defs.partitions import daily_partitions
 from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, run_cluster
 from pipelines.dagster_defs.translator import KubeledgerDbtTranslator
@@ -161,7 +161,7 @@ def _parse_in_progress(folder: Path, now: float) -> bool:
         young = now - folder.stat().st_mtime <= STALE_TMP_S
     except OSError:
         return False  # already gone
-    return young and (m is None or _pid_alive(int(m.group(1))))
+    return young and (m is None or pid_alive(int(m.group(1))))
 
 
 def remove_orphaned_parses(root: Path) -> list[Path]:

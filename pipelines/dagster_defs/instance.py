@@ -250,7 +250,7 @@ def open_instance(settings: Settings, log: Callable[[str], Any] = print) -> Any:
     return instance
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -276,7 +276,7 @@ def release_orphaned_runs(instance, log=print) -> list[str]:
                    dg.DagsterRunStatus.CANCELING]
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=in_progress)):
         pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
-        if not pid or not pid.isdigit() or host != socket.gethostname() or _pid_alive(int(pid)):
+        if not pid or not pid.isdigit() or host != socket.gethostname() or pid_alive(int(pid)):
             continue
         instance.report_run_failed(run, f"kubeledger: the process that ran this run (pid {pid}) is gone; "
                                         "marked failed so its duckdb_writer slot is freed")
