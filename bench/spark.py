@@ -75,7 +75,7 @@ def _dir_bytes(path: Path) -> int:
 
 def stage_spark(p: dict[str, Any]) -> dict[str, Any]:
     """The day on Spark: a copy of the DuckDB stages' warehouse (raw tables, seeds) gets the Spark marts."""
-    from bench.stages import day_hours, dbt_args, paths, settings_for, window
+    from bench.params import day_hours, dbt_args, paths, settings_for, window
     from pipelines.engines import spark as engine
     from pipelines.engines.marts_load import load_marts
     from pipelines.engines.spark_session import get_session, stop_session
@@ -102,7 +102,7 @@ def stage_spark(p: dict[str, Any]) -> dict[str, Any]:
 
     def dbt(command: list[str]) -> engine.DbtCall:
         args = dbt_args(p, command)
-        # bench.stages.dbt_args names the DuckDB stages' folders: the spark run's own instead
+        # bench.params.dbt_args names the DuckDB stages' folders: the spark run's own instead
         args[args.index("--target-path") + 1] = args[args.index("--log-path") + 1] = str(target)
         args = [a for a in args if a not in ("--project-dir", "--profiles-dir", str(engine.DBT_PROJECT_DIR))]
         call = engine.run_dbt(settings, args, target)

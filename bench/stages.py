@@ -15,59 +15,12 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-CLUSTER = "bench"
+from bench.params import day_hours, dbt_args, paths, settings_for, window
+
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
                "fct_node_energy_daily")
 RAW_METRIC_TABLES = ("container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours",
                      "pod_volume_hours", "service_hours", "gpu_hours", "metric_coverage_hours")
-
-
-# --- settings --------------------------------------------------------------------------------------------
-
-
-def paths(p: dict[str, Any]) -> dict[str, Path]:
-    wd = Path(p["workdir"])
-    return {"warehouse": wd / "kubeledger.duckdb", "serving": wd / "serving.duckdb", "parquet": wd / "parquet",
-            "target": wd / "dbt_target", "logs": wd / "dbt_logs"}
-
-
-def settings_for(p: dict[str, Any]):
-    from pipelines.settings import (
-        CarbonSettings,
-        ClusterSettings,
-        DemoSettings,
-        PrometheusSettings,
-        Settings,
-        WarehouseSettings,
-    )
-
-    pt = paths(p)
-    if p.get("prometheus_url"):
-        cluster = ClusterSettings(name="scale", source="prometheus", prometheus=PrometheusSettings(
-            url=p["prometheus_url"], cluster_label="cluster", cluster_label_value="scale", scrape_interval_s=60,
-            timeout_s=300))
-    else:
-        cluster = ClusterSettings(name=CLUSTER, source="demo", demo=DemoSettings(
-            nodes=int(p["nodes"]), pods_per_node=int(p["ppn"]), containers_per_pod=int(p["cpp"]),
-            seed=int(p.get("seed", 42))))
-    return Settings(
-        warehouse=WarehouseSettings(path=str(pt["warehouse"]), serving_path=str(pt["serving"]),
-                                    parquet_path=str(pt["parquet"]), memory_limit=p.get("memory_limit", "4GB"),
-                                    threads=int(p.get("threads", 2))),
-        clusters=(cluster,),
-        carbon=CarbonSettings(provider="demo"),
-    )
-
-
-def window(p: dict[str, Any]) -> tuple[datetime, datetime]:
-    day = date.fromisoformat(p["day"])
-    start = datetime(day.year, day.month, day.day)
-    return start, start + timedelta(hours=int(p.get("hours", 24)))
-
-
-def day_hours(p: dict[str, Any]) -> list[datetime]:
-    start, end = window(p)
-    return [start + timedelta(hours=i) for i in range(int((end - start).total_seconds() // 3600))]
 
 
 # --- stages ----------------------------------------------------------------------------------------------
@@ -180,18 +133,6 @@ def layer_rows(p: dict[str, Any], layer: str) -> tuple[int, int]:
         return inter, marts
     finally:
         con.close()
-
-
-def dbt_args(p: dict[str, Any], command: list[str]) -> list[str]:
-    from pipelines import DBT_PROJECT_DIR
-    from pipelines.dagster_defs.dbt_args import dbt_vars
-
-    settings = settings_for(p)
-    start, end = window(p)
-    pt = paths(p)
-    return [*command, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
-            "--target-path", str(pt["target"]), "--log-path", str(pt["logs"]), "--quiet",
-            "--vars", json.dumps(dbt_vars(settings, start, end))]
 
 
 def stage_dbt(p: dict[str, Any]) -> dict[str, Any]:
@@ -350,7 +291,7 @@ def stage_query(p: dict[str, Any]) -> dict[str, Any]:
     RFC3339 pair), on the serving copy."""
     import duckdb
 
-    from pipelines.serving.engine import AllocationQuery, _on_rollup, query_allocations
+    from pipelines.serving.query.allocation import AllocationQuery, _on_rollup, query_allocations
 
     day = date.fromisoformat(p["day"])
     n = int(p.get("queries", 20))

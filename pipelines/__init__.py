@@ -16,3 +16,13 @@ def dbt_executable() -> str:
     """The dbt next to this interpreter (the project venv), even when the venv is not on PATH."""
     local = Path(sys.executable).parent / "dbt"
     return str(local) if local.exists() else (shutil.which("dbt") or "dbt")
+
+
+def cli_version() -> str:
+    """The installed kubeledger's version (what `kubeledger --version`, the run log and the report show)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kubeledger")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

@@ -18,7 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pipelines import PROJECT_ROOT
+from pipelines import PROJECT_ROOT, cli_version
 from pipelines.days import DateError, check_range, format_ranges, newest_day, raw_hours, record_first_day
 from pipelines.demo_faults import DEMO_FAULTS, with_fault
 from pipelines.redaction import redact
@@ -272,8 +272,8 @@ def cmd_allocation(args: argparse.Namespace, settings: Settings, rest: list[str]
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from pipelines.serving.app import ServerLimits
-    from pipelines.serving.server import serve
+    from pipelines.serving.http.app import ServerLimits
+    from pipelines.serving.http.server import serve
 
     serve(settings, args.host, args.port, serve_limits(args, ServerLimits()))
     return 0
@@ -321,8 +321,6 @@ def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pipelines.progress import cli_version
-
     parser = argparse.ArgumentParser(
         prog="kubeledger", description="Cost, energy and carbon for every Kubernetes workload: a Dagster + "
         "dbt-duckdb daily warehouse. Days are UTC; the newest day you can materialise is yesterday.")

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines import cli_version
 from pipelines.progress_display import CheckResult, Reporter, Stage
 from pipelines.redaction import RedactingFilter, remember_configured
 
@@ -170,15 +171,6 @@ def start_logging(settings: Any, reporter: Reporter, verbose: bool, argv: list[s
                                              " ".join(argv), settings.source_file or "defaults",
                                              settings.warehouse_path)
     return session
-
-
-def cli_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kubeledger")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
 
 
 # --- dbt's output and landed hours --------------------------------------------------------------------------

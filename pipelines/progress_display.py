@@ -9,10 +9,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
-
-if TYPE_CHECKING:
-    from pipelines.progress import Observer
+from typing import Any, TextIO
 
 PLAIN_PROGRESS_EVERY_S = 30.0  # without a terminal, a progress line per long stage at most this often
 STAGE_LABELS = {"reference": "reference", "extract": "extract", "transform": "transform", "checks": "checks",
@@ -54,7 +51,8 @@ class Reporter:
         self.timings: dict[str, float] = {}
         self.checks: list[CheckResult] = []
         self.dbt_problems: list[str] = []
-        self.observer: Observer | None = None
+        # progress.Observer, attached by progress.start_logging: the display never imports what feeds it
+        self.observer: Any = None
         self._progress: Any = None
 
     # output ----------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """`kubeledger recommend`: what to change and what it is worth ($, kWh, gCO2e per month), from the serving copy.
 
-The rows are marts.fct_recommendation_daily's, read through pipelines.serving.savings.load_recommendations (the
+The rows are marts.fct_recommendation_daily's, read through serving/query/recommendations.py (the
 query the API answers with). The look-back window is the configured one (`recommendations.window_days`): the
 models run once in the daily build, so `--window` only confirms it (another length exits 2 saying what to change).
 """
@@ -17,15 +17,15 @@ from datetime import date, timedelta
 from typing import Any
 
 from pipelines.serving.cli import error_exit
-from pipelines.serving.errors import QueryError
-from pipelines.serving.savings import (
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.query.recommendations import (
     KINDS,
     Selection,
     load_recommendations,
     recommendation_row,
     recommendation_totals,
 )
-from pipelines.serving.snapshots import ServingUnavailable, read_once
+from pipelines.serving.query.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
 
 CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth", "savingKwhPerMonth",
@@ -80,7 +80,7 @@ def _selection(args: argparse.Namespace) -> Selection:
 
 def render_table(rows: list[dict[str, Any]], raw: list[dict[str, Any]]) -> str:
     """The rows (each with what it adds to the total: "in <id>" when another recommendation makes it moot) and the
-    total counted once, risk fixes apart (savings.recommendation_totals, as the API and the report)."""
+    total counted once, risk fixes apart (recommendation_totals, as the API and the report)."""
     if not rows:
         return "(no recommendations)\n"
     head = (f"{'kind':<22} {'target':<48} {'class':<8} {'$/month':>10} {'kWh/month':>10} {'kgCO2e/mo':>10} "

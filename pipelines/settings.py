@@ -21,8 +21,9 @@ Every validation error is one line naming the file, the key and what is allowed,
 - a control character anywhere in the file is named with its line and column.
 
 Where: the dataclasses and defaults in settings_models.py, what each key allows in settings_rules.py (the
-carbon.provider choices in `carbon_provider_choices`), the strict reading in settings_validation.py; this module
-loads a file and re-exports the names, so callers import everything from `pipelines.settings`.
+carbon.provider and clusters[].source choices are the names of pipelines/registry.py), the strict reading in
+settings_validation.py; this module loads a file and re-exports the names, so callers import everything from
+`pipelines.settings`.
 """
 
 from __future__ import annotations

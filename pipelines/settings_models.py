@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from pipelines.redaction import remember
 
@@ -145,11 +146,15 @@ class EnergySettings:
     storage: bool = False
     carbon_zone_label: str = "kubeledger.io/carbon-zone"
     default_intensity_g_per_kwh: float = 500.0
+    # PUE of a node with no cluster `pue` and no provider value (on-prem; METHOD B5): not a kubeledger.yaml key,
+    # but the default's one home like the others (dbt var `default_pue`, tests/unit/test_dbt_defaults.py)
+    default_pue: ClassVar[float] = 1.3
 
 
 @dataclass(frozen=True)
 class RecommendationSettings:
-    """Parameters of the recommendation models (dbt var `recommendations`; defaults in docs/METHOD.md)."""
+    """Parameters of the recommendation models (dbt var `recommendations`, every key; documented in docs/METHOD.md
+    Part C). The defaults live here only: dbt_project.yml's vars equal them (tests/unit/test_dbt_defaults.py)."""
 
     window_days: int = 7
     history_days: int = 42  # days of hourly history kept for the look-backs (pruned after each build)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from pipelines.registry import CARBON_PROVIDERS, METRICS_SOURCES
 from pipelines.settings_models import ENGINES, ScheduleSettings
 
 # cluster names become partition paths (cluster=<name>/), Dagster tags and dbt vars: DNS-label-like, lowercase so
@@ -56,17 +57,13 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def carbon_provider_choices() -> tuple[str, ...]:
-    """The allowed values of `carbon.provider`: the carbon provider registry's names. Called while a file is
-    validated, never at import (the registry's modules import the settings)."""
-    from pipelines.sources.carbon.providers import PROVIDER_NAMES
-
-    return tuple(PROVIDER_NAMES)
+    """The allowed values of `carbon.provider`: the names of the carbon provider registry (pipelines/registry.py,
+    pure data: reading it imports none of the providers)."""
+    return tuple(CARBON_PROVIDERS)
 
 
 def metrics_source_choices() -> tuple[str, ...]:
-    """The allowed values of `clusters[].source`: the metrics source registry's names (lazily, as above)."""
-    from pipelines.sources.metrics import METRICS_SOURCES
-
+    """The allowed values of `clusters[].source`: the names of the metrics source registry (as above)."""
     return tuple(METRICS_SOURCES)
 
 

@@ -3,7 +3,7 @@
   marts.fct_allocation_shared_daily), defined once. Read by:
     dbt     allocation_columns() / allocation_column_names(group): the row-kind models of
             models/intermediate/allocation (allocation_row), the two marts, macros/allocation_sharing.sql
-    Python  pipelines/serving/columns.py parses the same YAML text (query engine, CSV fields, test fixture);
+    Python  pipelines/warehouse/allocation_columns.py parses the same YAML text (query engine, CSV fields, test fixture);
             tests/unit/test_allocation_columns.py checks the contract YAML and docs/CONTRACTS.md against it.
   Plain Jinja only in allocation_columns_yaml (Python renders it with jinja2).
 
@@ -18,7 +18,7 @@
     received  filled by sharing only (idle and shared cost received): 0 on every row of the unshared mart
     default   value on row kinds that do not compute the column (else 0, NULL for text, time and max)
     api       field name in the allocation API answer and CSV (kubeledger's own fields; Kubecost's are
-              pipelines/serving/engine.py to_allocation)
+              pipelines/serving/query/allocation.py to_allocation)
 -#}
 {%- macro allocation_columns_yaml() -%}
 - {name: usage_date, type: date, group: window}

@@ -2,7 +2,7 @@
   allocation_sharing.sql — METHOD A11-A14: idle sharing, shared costs, aggregation, set-level averages.
 
   ONE implementation, rendered twice: by dbt (marts.fct_allocation_shared_daily) and by the Python query engine
-  (pipelines/serving/engine.py, plain jinja2). Therefore: plain Jinja only — no ref/config/adapter/var/exceptions
+  (pipelines/serving/query/allocation.py, plain jinja2). Therefore: plain Jinja only — no ref/config/adapter/var/exceptions
   inside. Invalid options render a SQL `error(...)`, so a bad option fails the query with a readable message.
 
   share_allocations(relation_sql, key_expr=none, step_col=none, options={}, columns=[])
@@ -68,21 +68,23 @@
 
 {%- macro sharing_policy_options(policy) -%}
 {#- The configured sharing policy (kubeledger.yaml `sharing`, dbt var `sharing`) as share_allocations options, as
-    JSON: marts.fct_allocation_shared_daily applies it, the allocation API and CLI take their defaults from it. -#}
+    JSON: marts.fct_allocation_shared_daily applies it, the allocation API and CLI take their defaults from it. The
+    policy carries every key of pipelines/settings_models.py SharingSettings, the defaults' one home (dbt_project.yml's
+    var equals them, tests/unit/test_dbt_defaults.py): no default here. -#}
 {{ {
-    'share_idle': policy.get('share_idle', false),
-    'idle_split': policy.get('idle_split', 'weighted'),
-    'idle_by_node': policy.get('idle_by_node', false),
-    'share_split': policy.get('split', 'weighted'),
-    'overhead_monthly_usd': policy.get('monthly_overhead_usd', 0),
-    'shared_namespaces': policy.get('shared_namespaces', []),
-    'shared_labels': policy.get('shared_labels', []),
+    'share_idle': policy['share_idle'],
+    'idle_split': policy['idle_split'],
+    'idle_by_node': policy['idle_by_node'],
+    'share_split': policy['split'],
+    'overhead_monthly_usd': policy['monthly_overhead_usd'],
+    'shared_namespaces': policy['shared_namespaces'],
+    'shared_labels': policy['shared_labels'],
 } | tojson }}
 {%- endmacro -%}
 
 {#- The few engine-specific pieces of this file are the macros of macros/portable.sql (dispatched per adapter);
     the API renders this file with plain Jinja, standing in portable.sql's DuckDB forms for the dispatch
-    (pipelines/serving/sharing_macros.py). -#}
+    (pipelines/warehouse/sharing_macros.py). -#}
 {%- macro _sa_sql_str(value) -%}
 '{{ (value | string) | replace("'", "''") }}'
 {%- endmacro -%}
@@ -92,7 +94,7 @@
     stored key whose kube-state-metrics sanitised form (chars outside [a-zA-Z0-9_] -> '_') equals the requested
     key's, so `app.kubernetes.io/name` and `app_kubernetes_io_name` find each other whichever form was stored.
     The one lookup for the shared-label rule here and the API's label aggregates, filters and shareLabels
-    (pipelines/serving/aggregates.py renders it), so they never classify a label differently. A key of letters and
+    (pipelines/warehouse/sharing_macros.py label_value_sql renders it), so they never classify a label differently. A key of letters and
     digits only sanitises to itself: the stored-key scan is skipped. Keys are validated by the callers
     ([A-Za-z0-9._/-]); they are embedded as escaped literals. -#}
 {%- set k = key | string -%}

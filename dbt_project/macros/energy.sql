@@ -52,7 +52,7 @@ gpu_profile_match as (
 {%- endmacro %}
 
 {% macro gpu_energy_j(node, metrics='gpu_metrics', profiles='gpu_profiles') -%}
-    {% if var('energy_gpu', false) -%}
+    {% if var('energy_gpu') -%}
     case
         when {{ node }}.gpu_count <= 0 then 0.0
         when {{ metrics }}.gpu_power_w is not null then {{ metrics }}.gpu_power_w * {{ node }}.node_run_s
@@ -61,4 +61,14 @@ gpu_profile_match as (
              * coalesce({{ metrics }}.gpu_util, 0.5)) * {{ node }}.node_run_s
     end
     {%- else -%}cast(0 as double){%- endif %}
+{%- endmacro %}
+
+{#- The fallbacks of the carbon chain (METHOD B4, B5), as SQL doubles: each reads its one dbt var, whose value is
+    pipelines/settings_models.py EnergySettings' (dbt_project.yml equals it, tests/unit/test_dbt_defaults.py). -#}
+{% macro default_intensity() -%}
+    {{ sql_number(var('default_intensity_g_per_kwh')) }}
+{%- endmacro %}
+
+{% macro default_pue() -%}
+    {{ sql_number(var('default_pue')) }}
 {%- endmacro %}

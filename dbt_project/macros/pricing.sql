@@ -34,3 +34,53 @@
         order by {{ price_tier_rank(tier_col) }}{% for expr in then_by %}, {{ expr }}{% endfor %}
     )
 {%- endmacro %}
+
+{#- The one match of a Kubecost-schema CSV row (stg_pricing__node_prices, alias `csv`) to an asset, by the row's
+    InstanceIDField (METHOD A4, A7): the node, GPU and PV prices all match through it. Pass the asset's columns it
+    has; a field whose column is not passed matches nothing:
+    - name          metadata.name
+    - provider_id   spec.providerID (the whole providerID)
+    - labels        metadata.labels.<key> (the label in both forms, A13.1); for a `gpu` row also a bare label key
+                    (OpenCost's GPU class fields: nvidia.com/gpu_type, gpu.nvidia.com/class)
+    - storage_class spec.storageClassName
+    - region        a row with a region matches that region only; a blank region matches any (not passed: the
+                    row's region is not read)
+    Several rows may match one asset: rank them with csv_match_order. -#}
+{% macro csv_instance_match(csv, name, provider_id=none, labels=none, storage_class=none, region=none) -%}
+    {%- set field = csv ~ '.instance_id_field' -%}
+    {%- set id = csv ~ '.instance_id' -%}
+    (
+        {%- if region %}
+        ({{ csv }}.region is null or {{ csv }}.region = {{ region }}) and
+        {%- endif %}
+        (
+            ({{ field }} = 'metadata.name' and {{ id }} = {{ name }})
+            {%- if provider_id %}
+            or ({{ field }} = 'spec.providerID' and {{ id }} = {{ provider_id }})
+            {%- endif %}
+            {%- if labels %}
+            or ({{ field }} like 'metadata.labels.%'
+                and {{ id }} = {{ label_value_expr(labels, 'substr(' ~ field ~ ', 17)') }})
+            or ({{ csv }}.asset_class = 'gpu' and {{ field }} not like 'metadata.%' and {{ field }} not like 'spec.%'
+                and {{ id }} = {{ label_value_expr(labels, field) }})
+            {%- endif %}
+            {%- if storage_class %}
+            or ({{ field }} = 'spec.storageClassName' and {{ id }} = {{ storage_class }})
+            {%- endif %}
+        )
+    )
+{%- endmacro %}
+
+{#- ORDER BY terms ranking the CSV rows csv_instance_match matched for one asset, first = wins: with `region`, a
+    row of the asset's region before a blank-region row; then by field: spec.providerID, metadata.name,
+    metadata.labels.<key>, spec.storageClassName, a bare label key. -#}
+{% macro csv_match_order(csv, region=none) -%}
+    {%- if region %}case when {{ csv }}.region is not null then 0 else 1 end, {% endif -%}
+    case
+        when {{ csv }}.instance_id_field = 'spec.providerID' then 1
+        when {{ csv }}.instance_id_field = 'metadata.name' then 2
+        when {{ csv }}.instance_id_field like 'metadata.labels.%' then 3
+        when {{ csv }}.instance_id_field = 'spec.storageClassName' then 4
+        else 5
+    end
+{%- endmacro %}

@@ -1,19 +1,26 @@
-{# Parameters and shared pieces of the recommendation models (models/intermediate/recommendations).
-   Defaults equal pipelines/settings.py RecommendationSettings; kubeledger.yaml `recommendations:` overrides. #}
+{# Parameters and shared pieces of the recommendation models (models/intermediate/recommendations). #}
 
+{# One parameter of the dbt var `recommendations`, as the var holds it: the one read of that var. Its defaults live
+   in pipelines/settings_models.py RecommendationSettings only (dbt_project.yml's var equals them,
+   tests/unit/test_dbt_defaults.py; kubeledger.yaml `recommendations:` overrides); a var given without a key fails
+   naming it (an override lists every key: dbt replaces a dict var whole). #}
+{% macro rec_setting(name) -%}
+    {%- set given = var('recommendations') -%}
+    {%- if given is not mapping or name not in given -%}
+        {{ exceptions.raise_compiler_error("dbt var `recommendations` has no key `" ~ name ~ "`: give every key of "
+                                           ~ "RecommendationSettings (pipelines/settings_models.py)") }}
+    {%- endif -%}
+    {{ return(given[name]) }}
+{%- endmacro %}
+
+{# A parameter as a SQL double. #}
 {% macro rec_param(name) -%}
-    {%- set defaults = {
-        'window_days': 7, 'history_days': 42, 'max_days_per_build': 7, 'cpu_quantile': 0.95, 'memory_quantile': 1.0, 'cpu_headroom': 1.2,
-        'memory_headroom': 1.3, 'min_cpu_cores': 0.01, 'min_memory_mib': 32, 'min_change_ratio': 0.2,
-        'abandoned_max_cpu_cores': 0.01, 'abandoned_max_network_bytes_per_s': 500, 'node_headroom': 1.2,
-        'min_saving_co2e_g_per_month': 10} -%}
-    {%- set given = var('recommendations', {}) or {} -%}
-    {{- sql_number(given.get(name, defaults[name])) -}}
+    {{- sql_number(rec_setting(name)) -}}
 {%- endmacro %}
 
 {# The look-back window in whole days, as a Jinja integer. #}
 {% macro rec_window_days() -%}
-    {{ return(((var('recommendations', {}) or {}).get('window_days', 7)) | int) }}
+    {{ return(rec_setting('window_days') | int) }}
 {%- endmacro %}
 
 {# Input flags carried by the hourly history models: (column, reason code as in the other marts). #}
@@ -44,7 +51,7 @@
 {# The days being built, each with the first day of its look-back window [window_start_ts, usage_date]; only the
    newest max_days_per_build of them, so a long backfill costs at most that many look-backs. #}
 {% macro rec_build_days() -%}
-    {%- set keep = ((var('recommendations', {}) or {}).get('max_days_per_build', 7)) | int -%}
+    {%- set keep = rec_setting('max_days_per_build') | int -%}
     select
         usage_date,
         cluster,
@@ -69,7 +76,7 @@
 {%- endmacro %}
 
 {# Text of a Kubernetes quantity in whole units (millicores, Mi), rounded up as Kubernetes users size requests: the
-   one rule of the action text, the API and the CSV (pipelines/serving/savings.py `k8s_whole` applies the same
+   one rule of the action text, the API and the CSV (pipelines/serving/query/recommendations.py `k8s_whole` applies the same
    ceil with the same 1e-9 allowance, so a value that is whole up to float error is not bumped to the next unit). #}
 {% macro rec_quantity_text(expr) -%}
     cast(cast(ceil({{ expr }} - 1e-9) as bigint) as string)
@@ -107,7 +114,7 @@
 {# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
    otherwise; raw tables have their own retention). #}
 {% macro rec_history_prune() -%}
-    {{- delete_days_before(this, ((var('recommendations', {}) or {}).get('history_days', 42)) | int) -}}
+    {{- delete_days_before(this, rec_setting('history_days') | int) -}}
 {%- endmacro %}
 
 {# The columns every recommendation model ends with, after rec_common_columns: the request change (empty for kinds

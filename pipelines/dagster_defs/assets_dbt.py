@@ -300,7 +300,7 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
                 from pipelines.engines.spark_dagster import spark_asset_events
 
                 yield from spark_asset_events(context, settings, asset_name, args, folder, MANIFEST, TRANSLATOR,
-                                              dbt_project)
+                                              dbt_project, run_cluster(context))
             else:  # dbt-duckdb in this process on the warehouse file: no dbt start-up per call (dbt_runner.py)
                 def build(dbt_args: list[str], project_dir: Path | None, env: dict[str, str]) -> DbtCall:
                     return invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env},

@@ -8,21 +8,15 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+# which tests a dbt call runs is every engine's concern: defined (and explained) in pipelines/engines
+from pipelines.engines import TEST_SELECTION_ENV
+
 if TYPE_CHECKING:
     from pipelines.settings import Settings
 
 # Scheduled, CLI and backfill builds skip the dbt unit tests: formula tests on fixed fixtures belong to CI and
 # development (tests/integration/test_dbt_unit_tests.py), and must not stop a production day.
 DAILY_BUILD_EXCLUDES_UNIT_TESTS = True
-
-# Which tests a dbt call runs beside the models it selects: only those whose models are all selected or upstream
-# of the selection. In an asset backfill the Dagster daemon runs the dbt assets in subsets, each as soon as its
-# upstream assets have landed, so one run may build fct_asset_daily and a later one fct_allocation_daily. dbt's
-# default ("eager") runs a test when any one of its models is selected: the reconciliation between the two marts
-# then ran in the first run, against a mart not yet built for those days, and failed the backfill. A call that
-# builds every model (the schedule, the CLI) selects the same tests either way.
-INDIRECT_SELECTION = "buildable"
-TEST_SELECTION_ENV = {"DBT_INDIRECT_SELECTION": INDIRECT_SELECTION}  # every engine's dbt calls
 
 
 def daily_build_args(variables: dict[str, Any], *,
@@ -45,7 +39,9 @@ def parse_args(project_dir: str, target_dir: str) -> list[str]:
 def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
              cluster: str | None = None) -> dict[str, Any]:
     """The dbt vars for a build of [start, end) (naive UTC): the window, the one cluster selected (None = all) and
-    the configured policy."""
+    the configured policy. Every var of dbt_project.yml, by the same name; that file's values (what a dbt call
+    without vars uses, e.g. the dbt unit tests) equal these for the default settings
+    (tests/unit/test_dbt_defaults.py)."""
     return {
         "min_ts": start.strftime("%Y-%m-%d %H:%M:%S") if start else None,
         "max_ts": end.strftime("%Y-%m-%d %H:%M:%S") if end else None,
@@ -58,6 +54,7 @@ def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
         "carbon_zone_label": settings.energy.carbon_zone_label,
         "default_intensity_g_per_kwh": settings.energy.default_intensity_g_per_kwh,
         "pue_source": settings.energy.pue_source,
+        "default_pue": settings.energy.default_pue,
         "energy_memory": settings.energy.memory,
         "energy_gpu": settings.energy.gpu,
         "energy_storage": settings.energy.storage,

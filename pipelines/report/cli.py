@@ -33,7 +33,7 @@ def report_path_for(settings: Settings, day: date, weekly: bool = False) -> str:
 
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from pipelines.report.writer import write_report
-    from pipelines.serving.snapshots import ServingUnavailable
+    from pipelines.serving.query.snapshots import ServingUnavailable
 
     try:
         report = write_report(settings, args.date, weekly=args.week)

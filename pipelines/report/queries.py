@@ -175,10 +175,15 @@ def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def recommendations(con: duckdb.DuckDBPyConnection, period: Period, limit: int = TOP_N) -> dict[str, Any]:
-    """The recommendations as the API and `kubeledger recommend` read them (savings.load_recommendations: each
+    """The recommendations as the API and `kubeledger recommend` read them (load_recommendations: each
     cluster's newest day in the period): the `limit` rows that add most to the total, the kinds, and the total
-    counted once with the risk fixes apart (savings.recommendation_totals, the figure all three print)."""
-    from pipelines.serving.savings import KINDS, Selection, load_recommendations, recommendation_totals
+    counted once with the risk fixes apart (recommendation_totals, the figure all three print)."""
+    from pipelines.serving.query.recommendations import (
+        KINDS,
+        Selection,
+        load_recommendations,
+        recommendation_totals,
+    )
 
     end = period.end + timedelta(days=1)
     sel = Selection(window=f"{period.start.isoformat()}T00:00:00Z,{end.isoformat()}T00:00:00Z", filter=None,

@@ -1,6 +1,6 @@
 """What each estimation reason code makes uncertain, read from the one list dbt uses
 (dbt_project/macros/reasons.sql: `carbon_reason_codes()`, `cost_reason_codes()`), rendered with plain Jinja as
-pipelines/serving/sharing_macros.py renders the sharing macros: the marts' estimated shares and the report's
+pipelines/warehouse/sharing_macros.py renders the sharing macros: the marts' estimated shares and the report's
 per-reason shares then count the same codes."""
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from pipelines import cli_version
 from pipelines.report import queries
 from pipelines.report.charts import MEASURES, stacked_daily_svg
 from pipelines.report.html import render
@@ -59,8 +60,6 @@ def _chart(series: list[dict[str, Any]], measure: str, period: Period, cache: di
 def build_context(con: Any, period: Period, source: str, chart_cache: dict[tuple, str] | None = None
                   ) -> dict[str, Any]:
     """Everything the page shows, from SQL over the marts."""
-    from pipelines.progress import cli_version
-
     clusters = queries.cluster_totals(con, period)
     series = queries.daily_series(con, period)
     # the SVG is matplotlib's own output, inserted as markup
@@ -97,7 +96,7 @@ def write_reports(settings: Settings, days: list[date]) -> tuple[list[Report], l
 def write_periods(settings: Settings, periods: list[Period]) -> list[Report]:
     """Write the reports of `periods` on one lease of the serving copy (one snapshot, one connection, each chart
     drawn once), pruning old ones as each is written."""
-    from pipelines.serving.snapshots import read_once
+    from pipelines.serving.query.snapshots import read_once
 
     source = str(settings.serving_path)
     charts: dict[tuple, str] = {}

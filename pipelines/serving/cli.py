@@ -10,9 +10,9 @@ import json
 import sys
 from typing import Any
 
-from pipelines.serving.engine import AllocationQuery, answer_allocations, policy_defaults, to_csv
-from pipelines.serving.errors import QueryError
-from pipelines.serving.snapshots import ServingUnavailable, read_once
+from pipelines.serving.query.allocation import AllocationQuery, answer_allocations, policy_defaults, to_csv
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.query.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
 
 TABLE_FIELDS = ("cpuCost", "ramCost", "gpuCost", "pvCost", "networkCost", "loadBalancerCost", "sharedCost",

@@ -8,8 +8,10 @@ generated inside any batch, and backfills over any date need no setup.
 
 Units follow sql/raw/10_metrics.sql: cores, bytes, seconds, minutes. NULL (NaN/None) = not observed.
 
-Modules: demo_shapes (fixed shapes, stable hashing), demo_topology (the cached topology), demo_scenario (the
-opt-in `scenario: recommendations` workloads) and this one (the frames of an hour, the public API).
+Modules: demo_shapes (fixed shapes, stable hashing), demo_topology (the cached topology: nodes, namespaces,
+claims, services), demo_workloads (its controllers, pod slots and schedules), demo_scenario (the opt-in
+`scenario: recommendations` workloads), demo_fit (the scheduler's and kubelet's limits) and this one (the frames
+of an hour, one builder per table, and the public API).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import calendar
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -74,25 +77,74 @@ def _diurnal(hour_of_day: float) -> float:
     return 0.725 + 0.275 * math.cos(2 * math.pi * (hour_of_day - 14) / 24)
 
 
+@dataclass
+class _HourPods:
+    """The pod instances that overlap one hour: one entry per pod, ordered by (slot, period index, segment)."""
+    hour: int                # epoch seconds of the hour start
+    seg_i: np.ndarray        # schedule segment of each pod
+    k: np.ndarray            # period index of the segment
+    start: np.ndarray        # epoch seconds the pod starts / ends
+    end: np.ndarray
+    first: np.ndarray        # first and end minute of the pod inside the hour (`_minutes`)
+    last: np.ndarray
+    slot: np.ndarray
+    pending: np.ndarray
+    rm: np.ndarray           # running minutes (0 while Pending)
+    node_i: np.ndarray       # node row of each pod
+    ctrl_i: np.ndarray       # controller row of each pod
+    kind: np.ndarray         # controller kind (DEPLOY, DS, ...)
+    ns: np.ndarray
+    uid: np.ndarray
+    pod: list[str] = field(default_factory=list)
+    owner: list[str | None] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> np.ndarray:
+        return ~self.pending & (self.rm > 0)
+
+
 def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
                      stamp: bool = True) -> dict[str, pd.DataFrame]:
     H = _epoch(h)
-    hour_ts = _naive(h)
     hod = (H % DAY_S) // 3600
+    # One generator per hour: the builders below draw from it in a fixed order (pods, containers, GPU), which
+    # is part of the output, so they must be called in this order.
     rng = np.random.default_rng(_seed("hour", cluster.demo.seed, cluster.name, H))
-    name = cluster.name
-    nodes = topo.nodes
+    node_hours, node_rm, node_on = _node_hours(topo, H)
+    pods = _pod_instances(topo, H)
+    pod_hours, egress = _pod_hours(topo, pods, rng, hod)
+    container_hours, gpu_util = _container_hours(topo, pods, node_rm, rng, hod)
+    service_hours = _service_hours(topo, pods)
+    gpu_hours = _gpu_hours(topo, pods, node_on, gpu_util, rng)
+    frames = {
+        "container_hours": container_hours, "pod_hours": pod_hours, "node_hours": node_hours,
+        "namespace_hours": topo.namespaces.copy(), "volume_hours": topo.volumes.copy(),
+        "pod_volume_hours": _pod_volume_hours(topo, pods), "service_hours": service_hours,
+        "gpu_hours": gpu_hours, COVERAGE_TABLE: _coverage(topo, service_hours, egress, gpu_hours),
+    }
+    if not stamp:  # a range stamps its concatenated frames once (extract_demo_hours)
+        return frames
+    return {t: _stamp(f, cluster.name, _naive(h)) for t, f in frames.items()}
 
-    # Nodes: all present, except the scale-away node after 14:20.
+
+_NODE_COLS = ["node", "provider_id", "instance_type", "region", "zone", "labels", "cpu_capacity_cores",
+              "ram_capacity_bytes", "gpu_capacity", "cpu_allocatable_cores", "ram_allocatable_bytes", "gpu_model"]
+
+
+def _node_hours(topo: _Topology, H: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """node_hours, each node's running minutes and whether it runs: all nodes, except the scale-away node
+    after 14:20."""
+    nodes = topo.nodes
     day0 = H - H % DAY_S
     n_first, n_last = _minutes(np.full(len(nodes), day0), day0 + topo.node_daily_end, H)
     node_rm = (n_last - n_first).astype(float)
     node_on = node_rm > 0
-    node_cols = ["node", "provider_id", "instance_type", "region", "zone", "labels", "cpu_capacity_cores",
-                 "ram_capacity_bytes", "gpu_capacity", "cpu_allocatable_cores", "ram_allocatable_bytes", "gpu_model"]
-    node_hours = nodes.loc[node_on, node_cols].assign(running_minutes=node_rm[node_on])
+    return nodes.loc[node_on, _NODE_COLS].assign(running_minutes=node_rm[node_on]), node_rm, node_on
 
-    # Pod instances: candidate period indices around the hour, kept when their minutes overlap it.
+
+def _pod_instances(topo: _Topology, H: int) -> _HourPods:
+    """Candidate period indices around the hour, kept when their minutes overlap it (or Pending across it)."""
     s = topo.segs
     k0 = (H - s["o"] - s["re"]) // s["T"] + 1
     cand = [np.arange(len(k0))] * 3
@@ -109,31 +161,35 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
     order = np.lexsort((seg_i, k, slot))
     seg_i, k, start, end, first, last, slot, pending = (a[order] for a in (seg_i, k, start, end, first, last, slot,
                                                                            pending))
-    tag = s["tag"][seg_i]
-    node_i = s["node"][seg_i]
-    n_pod = len(slot)
-    rm = np.where(pending, 0, last - first).astype(float)
-
-    sl = topo.slots
-    ct = topo.ctrl
-    ctrl_i = sl["ctrl"].to_numpy()[slot]
-    kind = ct["kind"].to_numpy()[ctrl_i]
-    cname = ct["name"].to_numpy()[ctrl_i]
-    ns = ct["namespace"].to_numpy()[ctrl_i]
+    ctrl_i = topo.slots["ctrl"].to_numpy()[slot]
     b = topo.base
-    uh1, uh2 = _vhash(b, slot, k, tag, 1), _vhash(b, slot, k, tag, 2)
-    uid = _uuids(uh1, uh2)
-    sfx = _alpha(_vhash(b, slot, k, tag, 3), 5)
+    tag = s["tag"][seg_i]
+    pods = _HourPods(
+        hour=H, seg_i=seg_i, k=k, start=start, end=end, first=first, last=last, slot=slot, pending=pending,
+        rm=np.where(pending, 0, last - first).astype(float), node_i=s["node"][seg_i], ctrl_i=ctrl_i,
+        kind=topo.ctrl["kind"].to_numpy()[ctrl_i], ns=topo.ctrl["namespace"].to_numpy()[ctrl_i],
+        uid=_uuids(_vhash(b, slot, k, tag, 1), _vhash(b, slot, k, tag, 2)),
+    )
+    pods.pod, pods.owner, pods.labels = _pod_names(topo, pods, _alpha(_vhash(b, slot, k, tag, 3), 5))
+    return pods
+
+
+def _pod_names(topo: _Topology, pods: _HourPods,
+               sfx: np.ndarray) -> tuple[list[str], list[str | None], list[str]]:
+    """Pod name, owner name and labels JSON of each pod, as each controller kind names its pods."""
+    ct, sl, s = topo.ctrl, topo.slots, topo.segs
+    ctrl_i, start = pods.ctrl_i, pods.start
+    cname = ct["name"].to_numpy()[ctrl_i]
     # ReplicaSet hash follows the controller's rollout generation at the pod's start
     gen = (start - ct["o"].to_numpy()[ctrl_i]) // ct["T"].to_numpy()[ctrl_i]
-    rsh = _alpha(_vhash(b, ctrl_i, gen, 4), 10)
-    rs_len = 9 + (_vhash(b, ctrl_i, gen, 5) % np.uint64(2)).astype(int)
-    ordinal = sl["ordinal"].to_numpy()[slot]
-    bare_name = sl["bare_name"].to_numpy()[slot]
+    rsh = _alpha(_vhash(topo.base, ctrl_i, gen, 4), 10)
+    rs_len = 9 + (_vhash(topo.base, ctrl_i, gen, 5) % np.uint64(2)).astype(int)
+    ordinal = sl["ordinal"].to_numpy()[pods.slot]
+    bare_name = sl["bare_name"].to_numpy()[pods.slot]
     labels_prefix = ct["labels"].to_numpy()[ctrl_i]
     pod, owner, labels = [], [], []
-    for i in range(n_pod):
-        kd, c = kind[i], cname[i]
+    for i in range(len(pods.slot)):
+        kd, c = pods.kind[i], cname[i]
         if kd == DEPLOY:
             r = rsh[i][: rs_len[i]]
             o = f"{c}-{r}"
@@ -147,7 +203,7 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
             lab = (f'{labels_prefix[i]},"controller-revision-hash":"{c}-{rsh[i]}",'
                    f'"statefulset.kubernetes.io/pod-name":"{p}"}}')
         elif kd == CRON:  # Job named after the scheduled time in minutes, as the CronJob controller does
-            o = f"{c}-{(start[i] - s['rs'][seg_i[i]]) // 60}"
+            o = f"{c}-{(start[i] - s['rs'][pods.seg_i[i]]) // 60}"
             p = f"{o}-{sfx[i]}"
             lab = f'{labels_prefix[i]},"batch.kubernetes.io/job-name":"{o}","job-name":"{o}"}}'
         elif kd == JOB:
@@ -160,119 +216,152 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
         pod.append(p)
         owner.append(o)
         labels.append(lab)
-    node_names = nodes["node"].to_numpy()[node_i]
-    finished = (end <= H + 3600)
-    phase = np.where(pending, "Pending", np.where(np.isin(kind, (CRON, JOB)) & finished, "Succeeded", "Running"))
-    owner_kind = np.array([_KIND_OWNER[x] for x in kind], dtype=object)
-    ctrl_kind = np.array([_KIND_CTRL[x] for x in kind], dtype=object)
-    ctrl_name = np.where(kind == BARE, None, cname).astype(object)
+    return pod, owner, labels
 
-    net = sl["net"].to_numpy()[slot] * rm * 60
-    tx = np.where(pending, np.nan, net * rng.lognormal(0, 0.3, n_pod) * _diurnal(hod))
-    rx = np.where(pending, np.nan, net * rng.lognormal(0.3, 0.3, n_pod) * _diurnal(hod))
-    eg = {c: sl[c].to_numpy()[slot] * tx for c in ("eg_zone", "eg_region", "eg_internet")}
-    pod_hours = pd.DataFrame({
-        "namespace": ns, "pod": pod, "pod_uid": uid, "node": node_names, "phase": phase,
-        "owner_kind": owner_kind, "owner_name": np.array(owner, dtype=object), "controller_kind": ctrl_kind,
-        "controller_name": ctrl_name, "labels": labels, "annotations": ct["annotations"].to_numpy()[ctrl_i],
+
+def _pod_hours(topo: _Topology, pods: _HourPods, rng: np.random.Generator,
+               hod: int) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """pod_hours and the egress bytes per class (coverage counts them). Draws: transmit, then receive noise."""
+    sl, ct, kind = topo.slots, topo.ctrl, pods.kind
+    cname = ct["name"].to_numpy()[pods.ctrl_i]
+    finished = (pods.end <= pods.hour + 3600)
+    phase = np.where(pods.pending, "Pending",
+                     np.where(np.isin(kind, (CRON, JOB)) & finished, "Succeeded", "Running"))
+    net = sl["net"].to_numpy()[pods.slot] * pods.rm * 60
+    tx = np.where(pods.pending, np.nan, net * rng.lognormal(0, 0.3, len(pods.slot)) * _diurnal(hod))
+    rx = np.where(pods.pending, np.nan, net * rng.lognormal(0.3, 0.3, len(pods.slot)) * _diurnal(hod))
+    eg = {c: sl[c].to_numpy()[pods.slot] * tx for c in ("eg_zone", "eg_region", "eg_internet")}
+    frame = pd.DataFrame({
+        "namespace": pods.ns, "pod": pods.pod, "pod_uid": pods.uid,
+        "node": topo.nodes["node"].to_numpy()[pods.node_i], "phase": phase,
+        "owner_kind": np.array([_KIND_OWNER[x] for x in kind], dtype=object),
+        "owner_name": np.array(pods.owner, dtype=object),
+        "controller_kind": np.array([_KIND_CTRL[x] for x in kind], dtype=object),
+        "controller_name": np.where(kind == BARE, None, cname).astype(object), "labels": pods.labels,
+        "annotations": ct["annotations"].to_numpy()[pods.ctrl_i],
         "network_transmit_bytes": tx, "network_receive_bytes": rx,
         "egress_cross_zone_bytes": eg["eg_zone"], "egress_cross_region_bytes": eg["eg_region"],
         "egress_internet_bytes": eg["eg_internet"],
     })
+    return frame, eg
 
-    # Containers.
-    counts = sl["n_cont"].to_numpy()[slot]
-    rep = np.repeat(np.arange(n_pod), counts)
+
+def _container_rows(topo: _Topology, pods: _HourPods) -> tuple[np.ndarray, np.ndarray]:
+    """For each container row of the hour: its pod (index into `pods`) and its row in `topo.cont`."""
+    counts = topo.slots["n_cont"].to_numpy()[pods.slot]
+    rep = np.repeat(np.arange(len(pods.slot)), counts)
     within = np.arange(len(rep)) - np.repeat(np.cumsum(counts) - counts, counts)
-    ci = topo.cont_offset[slot][rep] + within
-    co = topo.cont
+    return rep, topo.cont_offset[pods.slot][rep] + within
+
+
+def _container_usage(topo: _Topology, pods: _HourPods, rep: np.ndarray, ci: np.ndarray, node_rm: np.ndarray,
+                     rng: np.random.Generator, d: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cores and bytes used by each container, within its node's capacity. Draws: CPU, then memory noise."""
+    co, nodes = topo.cont, topo.nodes
     cpu_req = co["cpu_req"].to_numpy()[ci]
     ram_req = co["ram_req"].to_numpy()[ci]
+    run = pods.rm[rep]
+    cores = np.where(np.isnan(cpu_req), co["abs_cpu"].to_numpy()[ci], cpu_req * co["eff"].to_numpy()[ci])
+    cores = cores * d * rng.lognormal(0, 0.15, len(ci))
+    mem = np.where(np.isnan(ram_req), co["abs_ram"].to_numpy()[ci], ram_req * co["mem_eff"].to_numpy()[ci])
+    mem = mem * (0.9 + 0.1 * d) * rng.lognormal(0, 0.05, len(ci))
+    # a node runs no more than it has: Σ max(request, usage) within capacity in every node-hour
+    node_c, run_h = pods.node_i[rep], run / 60
+    cores = fit_usage(node_c, run_h, cpu_req, cores, nodes["cpu_capacity_cores"].to_numpy() * node_rm / 60)
+    mem = fit_usage(node_c, run_h, ram_req, mem, nodes["ram_capacity_bytes"].to_numpy() * node_rm / 60)
+    if topo.burst_cont is not None and (pods.hour % DAY_S) // 3600 == 10 and (topo.burst_cont == ci).any():
+        # one node-hour whose demand Σ max(request, usage) exceeds capacity, while usage itself still fits
+        j = int(np.flatnonzero(ci == topo.burst_cont)[0])
+        same = (node_c == node_c[j]) & (run > 0)
+        others = float((cores * run / 60)[same].sum() - cores[j] * run[j] / 60)
+        cores[j] = max(0.92 * nodes["cpu_capacity_cores"].iloc[node_c[j]] - others, 1.5 * cpu_req[j])
+    return cores, mem
+
+
+def _container_hours(topo: _Topology, pods: _HourPods, node_rm: np.ndarray, rng: np.random.Generator,
+                     hod: int) -> tuple[pd.DataFrame, float]:
+    """container_hours and the GPU utilisation of the hour. Draws: usage (`_container_usage`), GPU
+    utilisation, CPU peak, then memory peak."""
+    rep, ci = _container_rows(topo, pods)
+    co = topo.cont
     gpu_req = co["gpu_req"].to_numpy()[ci]
-    run = rm[rep]
+    run = pods.rm[rep]
     on = run > 0
     n_c = len(ci)
     d = _diurnal(hod)
-    cores = np.where(np.isnan(cpu_req), co["abs_cpu"].to_numpy()[ci], cpu_req * co["eff"].to_numpy()[ci])
-    cores = cores * d * rng.lognormal(0, 0.15, n_c)
-    mem = np.where(np.isnan(ram_req), co["abs_ram"].to_numpy()[ci], ram_req * co["mem_eff"].to_numpy()[ci])
-    mem = mem * (0.9 + 0.1 * d) * rng.lognormal(0, 0.05, n_c)
-    # a node runs no more than it has: Σ max(request, usage) within capacity in every node-hour
-    node_c, run_h = node_i[rep], run / 60
-    cores = fit_usage(node_c, run_h, cpu_req, cores, nodes["cpu_capacity_cores"].to_numpy() * node_rm / 60)
-    mem = fit_usage(node_c, run_h, ram_req, mem, nodes["ram_capacity_bytes"].to_numpy() * node_rm / 60)
-    if topo.burst_cont is not None and hod == 10 and (topo.burst_cont == ci).any():
-        # one node-hour whose demand Σ max(request, usage) exceeds capacity, while usage itself still fits
-        j = int(np.flatnonzero(ci == topo.burst_cont)[0])
-        same = (node_i[rep] == node_i[rep][j]) & on
-        others = float((cores * run / 60)[same].sum() - cores[j] * run[j] / 60)
-        cores[j] = max(0.92 * nodes["cpu_capacity_cores"].iloc[node_i[rep][j]] - others, 1.5 * cpu_req[j])
+    cores, mem = _container_usage(topo, pods, rep, ci, node_rm, rng, d)
     gpu_util = np.full(n_c, np.nan)
     util = float(np.clip(0.15 + 0.6 * d + rng.normal(0, 0.05), 0.02, 0.98))
     gpu_util[~np.isnan(gpu_req) & on] = util
     peak = co["peak"].to_numpy()[ci] * rng.uniform(0.9, 1.1, n_c)
-    cap = nodes["cpu_capacity_cores"].to_numpy()[node_i][rep]
-    container_hours = pd.DataFrame({
-        "namespace": ns[rep], "pod": np.array(pod, dtype=object)[rep], "pod_uid": uid[rep],
-        "container": co["container"].to_numpy()[ci], "node": node_names[rep], "running_minutes": run,
-        "run_start_s": np.where(on, first[rep] * 60.0, np.nan), "run_end_s": np.where(on, last[rep] * 60.0, np.nan),
+    cap = topo.nodes["cpu_capacity_cores"].to_numpy()[pods.node_i][rep]
+    first, last = pods.first[rep], pods.last[rep]
+    frame = pd.DataFrame({
+        "namespace": pods.ns[rep], "pod": np.array(pods.pod, dtype=object)[rep], "pod_uid": pods.uid[rep],
+        "container": co["container"].to_numpy()[ci], "node": topo.nodes["node"].to_numpy()[pods.node_i][rep],
+        "running_minutes": run,
+        "run_start_s": np.where(on, first * 60.0, np.nan), "run_end_s": np.where(on, last * 60.0, np.nan),
         "cpu_usage_core_seconds": np.where(on, cores * run * 60, np.nan),
         "cpu_usage_max_cores": np.where(on, np.minimum(cores * peak, cap), np.nan),
-        "cpu_request_cores": cpu_req, "cpu_limit_cores": co["cpu_lim"].to_numpy()[ci],
+        "cpu_request_cores": co["cpu_req"].to_numpy()[ci], "cpu_limit_cores": co["cpu_lim"].to_numpy()[ci],
         "ram_usage_avg_bytes": np.where(on, np.round(mem), np.nan),
         "ram_usage_max_bytes": np.where(on, np.round(mem * rng.uniform(1.05, 1.3, n_c)), np.nan),
-        "ram_request_bytes": ram_req, "ram_limit_bytes": co["ram_lim"].to_numpy()[ci],
+        "ram_request_bytes": co["ram_req"].to_numpy()[ci], "ram_limit_bytes": co["ram_lim"].to_numpy()[ci],
         "gpu_request": gpu_req, "gpu_usage_avg": gpu_util,
     })
+    return frame, util
 
-    # Namespaces, volumes, mounts, services, GPUs.
-    namespace_hours = topo.namespaces.copy()
-    volume_hours = topo.volumes.copy()
-    running = ~pending & (rm > 0)
-    mount_rows = [(ns[i], uid[i], pvc) for i in np.flatnonzero(running) for pvc in topo.mounts.get(int(slot[i]), ())]
-    pod_volume_hours = pd.DataFrame(mount_rows, columns=["namespace", "pod_uid", "pvc"])
-    svc_rows = []
+
+def _pod_volume_hours(topo: _Topology, pods: _HourPods) -> pd.DataFrame:
+    """The claims each running pod mounts."""
+    rows = [(pods.ns[i], pods.uid[i], pvc)
+            for i in np.flatnonzero(pods.running) for pvc in topo.mounts.get(int(pods.slot[i]), ())]
+    return pd.DataFrame(rows, columns=["namespace", "pod_uid", "pvc"])
+
+
+def _service_hours(topo: _Topology, pods: _HourPods) -> pd.DataFrame:
+    """One row per LoadBalancer service and running backend pod; a service without pods keeps one row."""
+    rows = []
+    running = pods.running
     for svc in topo.services:
-        sel = np.flatnonzero(running & np.isin(ctrl_i, list(svc["ctrls"])))
+        sel = np.flatnonzero(running & np.isin(pods.ctrl_i, list(svc["ctrls"])))
         base_row = {"namespace": svc["namespace"], "service": svc["service"], "service_type": "LoadBalancer",
                     "ingress": svc["ingress"], "active_minutes": 60.0}
-        svc_rows += [base_row | {"pod_uid": uid[i]} for i in sel] or [base_row | {"pod_uid": None}]
-    service_hours = pd.DataFrame(svc_rows, columns=["namespace", "service", "service_type", "ingress",
-                                                    "active_minutes", "pod_uid"])
-    gpu_rows = []
+        rows += [base_row | {"pod_uid": pods.uid[i]} for i in sel] or [base_row | {"pod_uid": None}]
+    return pd.DataFrame(rows, columns=["namespace", "service", "service_type", "ingress", "active_minutes",
+                                       "pod_uid"])
+
+
+def _gpu_hours(topo: _Topology, pods: _HourPods, node_on: np.ndarray, util: float,
+               rng: np.random.Generator) -> pd.DataFrame:
+    """The GPU node's device while the node runs, with the pod holding it at hour end. Draws: power noise."""
+    rows = []
     if topo.gpu_node is not None and node_on[topo.gpu_node]:
-        users = np.flatnonzero(running & (slot == topo.gpu_slot))
-        u = users[np.argmax(end[users])] if len(users) else None  # the pod holding the GPU at hour end
+        users = np.flatnonzero(pods.running & (pods.slot == topo.gpu_slot))
+        u = users[np.argmax(pods.end[users])] if len(users) else None  # the pod holding the GPU at hour end
         busy = util if u is not None else 0.0
-        gpu_rows.append({
-            "node": nodes["node"][topo.gpu_node], "gpu_uuid": topo.gpu_uuid, "model_name": "Tesla T4",
-            "namespace": ns[u] if u is not None else None, "pod": pod[u] if u is not None else None,
+        rows.append({
+            "node": topo.nodes["node"][topo.gpu_node], "gpu_uuid": topo.gpu_uuid, "model_name": "Tesla T4",
+            "namespace": pods.ns[u] if u is not None else None, "pod": pods.pod[u] if u is not None else None,
             "container": "triton" if u is not None else None,
             "power_avg_w": round(11.0 + 59.0 * busy + float(rng.normal(0, 1.5)), 2), "util_avg": busy,
         })
-    gpu_hours = pd.DataFrame(gpu_rows, columns=["node", "gpu_uuid", "model_name", "namespace", "pod",
-                                                "container", "power_avg_w", "util_avg"])
+    return pd.DataFrame(rows, columns=["node", "gpu_uuid", "model_name", "namespace", "pod", "container",
+                                       "power_avg_w", "util_avg"])
 
-    # The optional series this cluster would export (kube-state-metrics >= 2.6, network-costs, dcgm-exporter):
-    # series counts of what was generated; the apiserver's default/kubernetes endpoint always exists.
+
+def _coverage(topo: _Topology, service_hours: pd.DataFrame, egress: dict[str, np.ndarray],
+              gpu_hours: pd.DataFrame) -> pd.DataFrame:
+    """The optional series this cluster would export (kube-state-metrics >= 2.6, network-costs, dcgm-exporter):
+    series counts of what was generated; the apiserver's default/kubernetes endpoint always exists."""
     series = {
         "kube_service_spec_type": len(topo.services),
         "kube_endpoint_address": int(service_hours["pod_uid"].notna().sum()) + 1,
-        "kubecost_pod_network_egress_bytes_total": int(np.isfinite(eg["eg_zone"]).sum()),
-        "DCGM_FI_DEV_GPU_UTIL": len(gpu_rows),
-        "DCGM_FI_DEV_POWER_USAGE": len(gpu_rows),
+        "kubecost_pod_network_egress_bytes_total": int(np.isfinite(egress["eg_zone"]).sum()),
+        "DCGM_FI_DEV_GPU_UTIL": len(gpu_hours),
+        "DCGM_FI_DEV_POWER_USAGE": len(gpu_hours),
     }
-    coverage = pd.DataFrame({"metric": list(OPTIONAL_SERIES),
-                             "series_count": [series[m] for m in OPTIONAL_SERIES]})
-
-    frames = {
-        "container_hours": container_hours, "pod_hours": pod_hours, "node_hours": node_hours,
-        "namespace_hours": namespace_hours, "volume_hours": volume_hours, "pod_volume_hours": pod_volume_hours,
-        "service_hours": service_hours, "gpu_hours": gpu_hours, COVERAGE_TABLE: coverage,
-    }
-    if not stamp:  # a range stamps its concatenated frames once (extract_demo_hours)
-        return frames
-    return {t: _stamp(f, name, hour_ts) for t, f in frames.items()}
+    return pd.DataFrame({"metric": list(OPTIONAL_SERIES), "series_count": [series[m] for m in OPTIONAL_SERIES]})
 
 
 def _stamp(frame: pd.DataFrame, cluster: str, hour_ts: datetime) -> pd.DataFrame:

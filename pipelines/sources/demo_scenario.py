@@ -65,8 +65,8 @@ def add_showcase(b: Any, first_node: int, kube_proxy: int, deploy: int, cron: in
                  regular: Any) -> dict[int, dict[str, float]]:
     """Add the showcase controllers and slots to the builder `b`; returns {slot: container overrides}.
 
-    `regular(b, sid, kind, period, offset, stagger, node, scale_away)` lays out long-lived pods (demo's
-    _regular_segments); `kube_proxy` is the kube-proxy DaemonSet's controller index."""
+    `regular(b, sid, kind, period, offset, stagger, node, scale_away)` lays out long-lived pods
+    (demo_workloads._regular_segments); `kube_proxy` is the kube-proxy DaemonSet's controller index."""
     nan = np.nan
     a, b2, c = first_node, first_node + 1, first_node + 2
     over: dict[int, dict[str, float]] = {}

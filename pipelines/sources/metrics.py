@@ -1,18 +1,18 @@
 """The metrics step: each cluster's hourly metrics tables from its source (`clusters[].source`) into raw.*.
 
-Sources are looked up in one registry (name -> extractor of one cluster's hours), which the settings validation
-reads for the allowed `clusters[].source` values.
+Sources are looked up in one registry, `METRICS_SOURCES` of pipelines/registry.py (name -> extractor of one
+cluster's hours), which the settings validation reads for the allowed `clusters[].source` values.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from pipelines.registry import METRICS_SOURCES, resolve
 from pipelines.timeutil import chunks, utc_now
 from pipelines.warehouse.source_health import Problem
 
@@ -33,17 +33,11 @@ def land_chunk_hours(cluster: ClusterSettings) -> int:
     pods = max(cluster.demo.nodes * cluster.demo.pods_per_node, 1)
     return max(LAND_CHUNK_HOURS, min(24, DEMO_CHUNK_POD_HOURS // pods))
 
-# source name -> "module:function" taking (cluster, hours) and returning an ExtractResult; imported on use so
-# a demo run never imports the Prometheus client (and the settings module can read the names cheaply)
-METRICS_SOURCES: dict[str, str] = {
-    "demo": "pipelines.sources.demo:extract_demo_hours",
-    "prometheus": "pipelines.sources.prometheus:extract_prometheus_hours",
-}
-
 
 def metrics_extractor(source: str) -> Callable[[ClusterSettings, list[datetime]], base.ExtractResult]:
-    module, function = METRICS_SOURCES[source].split(":")
-    return getattr(importlib.import_module(module), function)
+    """The extractor of one cluster's hours for `source`, imported on use (a demo run never imports
+    the Prometheus client)."""
+    return resolve(METRICS_SOURCES[source])
 
 
 def extract_metrics(settings: Settings, con: duckdb.DuckDBPyConnection, hours: list[datetime],

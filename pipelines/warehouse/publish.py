@@ -5,7 +5,7 @@ Readers never see a lock or a half-written day: the copy is written to a tempora
 moved over it with os.replace (atomic on POSIX); a reader that still has the old file open keeps reading it.
 The copy is written in DuckDB storage version v1.4.0 so BI tools embedding DuckDB 1.4+ can open it.
 
-The serving copy also holds the allocation API's rollups (schema api, pipelines/serving/rollup.py): the allocation
+The serving copy also holds the allocation API's rollups (schema api, allocation_rollup.py): the allocation
 mart pre-aggregated per day, cluster and namespace / label keys / controller, read instead of the detail rows when
 a request allows it.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines import SQL_DIR
-from pipelines.serving.rollup import build_rollup
+from pipelines.warehouse.allocation_rollup import build_rollup
 
 # Every mart: copied into the serving copy and exported to Parquet (all have cluster and usage_date, the partitions).
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",

@@ -2,7 +2,7 @@
 -- A file runs only when every marts.<table> it names exists; a view column without a COMMENT here gets the comment
 -- of the same-named column of the mart it reads (pipelines/warehouse/publish.py).
 --
--- Keys are the allocation API's (pipelines/serving/aggregates.py, engine.py), so a view row and the API agree to
+-- Keys are the allocation API's (serving/query/aggregates.py, allocation.py), so a view row and the API agree to
 -- the cent for the same day and key: idle rows are `__idle__`, unmounted volumes `__unmounted__` (never folded into
 -- a namespace), a workload row without namespace/controller `__unallocated__`. No key column is ever NULL.
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.serving.snapshots import SnapshotPool
+from pipelines.serving.query.snapshots import SnapshotPool
 from tests.faults.conftest import DAY, Sources, config_text, materialize, query
 from tests.fixtures.pipeline_workdir import cli_args, cli_env
 

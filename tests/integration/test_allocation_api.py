@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.serving.cli import run_allocation_cli
-from pipelines.serving.columns import allocation_columns
-from pipelines.serving.engine import AllocationQuery, query_allocations
-from pipelines.serving.rollup import build_rollup
-from pipelines.serving.sharing_macros import MACRO_PATH, sharing_macros
+from pipelines.serving.query.allocation import AllocationQuery, query_allocations
 from pipelines.settings import Settings, WarehouseSettings
+from pipelines.warehouse.allocation_columns import allocation_columns
+from pipelines.warehouse.allocation_rollup import build_rollup
+from pipelines.warehouse.sharing_macros import MACRO_PATH, sharing_macros
 from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows, random_rows
 

@@ -1,4 +1,4 @@
-"""The allocation rollup (pipelines/serving/rollup.py) answers exactly as the detail table: a matrix of requests run
+"""The allocation rollup (warehouse/allocation_rollup.py) answers exactly as the detail table: a matrix of requests run
 through both paths must give equal answers (floats to 1e-9), and the engine must pick the rollup only when the
 request can be answered from it."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.serving.engine import AllocationQuery, _on_rollup, answer_allocations
-from pipelines.serving.rollup import build_rollup, rollups
+from pipelines.serving.query.allocation import AllocationQuery, _on_rollup, answer_allocations, rollups
+from pipelines.warehouse.allocation_rollup import build_rollup
 from pipelines.warehouse.publish import publish_serving_copy
 from tests.fixtures.opencost_fixture import create_allocation_table, idle_row, insert_rows, workload_row
 

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.serving.windows import answerable_days, parse_window
+from pipelines.serving.query.windows import answerable_days, parse_window
 from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.asset_fixture import build_asset_warehouse
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.serving.server import make_server
+from pipelines.serving.http.server import make_server
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows
 

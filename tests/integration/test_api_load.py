@@ -28,7 +28,7 @@ import duckdb
 import pytest
 
 from bench.api import free_port, rss_mb
-from pipelines.serving.rollup import build_rollup
+from pipelines.warehouse.allocation_rollup import build_rollup
 from tests.fixtures.pipeline_workdir import cli_args, cli_env, kill_group, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.load]

@@ -21,7 +21,8 @@ import duckdb
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines.serving.metrics import (
+from pipelines.serving.http.server import make_server
+from pipelines.serving.routes.metrics import (
     DEFAULT_TOP,
     OTHER,
     SPECIAL_NAMESPACES,
@@ -31,7 +32,6 @@ from pipelines.serving.metrics import (
     format_value,
     render,
 )
-from pipelines.serving.server import make_server
 from pipelines.settings import Settings, WarehouseSettings
 from pipelines.warehouse.publish import NAMESPACE_KEY_SQL, api_snapshot_dir
 from tests.fixtures.api_client import serve_api

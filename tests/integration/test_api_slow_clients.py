@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.serving.app import Reply, Route, ServerLimits
-from pipelines.serving.server import ApiServer, make_server
+from pipelines.serving.http.app import Reply, Route, ServerLimits
+from pipelines.serving.http.server import ApiServer, make_server
 from pipelines.settings import Settings, WarehouseSettings
 from tests.fixtures.opencost_fixture import GOLDEN_DAY, build_warehouse, opencost_rows
 

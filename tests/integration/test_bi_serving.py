@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.serving.engine import AllocationQuery, policy_defaults, query_allocations
+from pipelines.serving.query.allocation import AllocationQuery, policy_defaults, query_allocations
 from pipelines.settings import load_settings
 from pipelines.warehouse.publish import (
     LAKE_FILE,

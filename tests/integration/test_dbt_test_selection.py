@@ -17,7 +17,8 @@ from dagster_dbt.asset_utils import get_dbt_resource_names_for_asset_keys
 
 from pipelines import DBT_PROJECT_DIR, dbt_executable
 from pipelines.dagster_defs import assets_dbt
-from pipelines.dagster_defs.dbt_args import INDIRECT_SELECTION, dbt_env
+from pipelines.dagster_defs.dbt_args import dbt_env
+from pipelines.engines import INDIRECT_SELECTION
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir
 

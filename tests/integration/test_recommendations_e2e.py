@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from pipelines.serving.savings import savings_routes
+from pipelines.serving.routes.savings import savings_routes
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import cli_args, cli_env, run_cli
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pipelines.serving.cli import run_allocation_cli
-from pipelines.serving.server import make_server
+from pipelines.serving.http.server import make_server
 from pipelines.settings import Settings, WarehouseSettings
 from pipelines.warehouse.publish import api_snapshot_dir, publish_serving_copy
 from tests.fixtures.asset_fixture import DAYS, build_asset_warehouse, window

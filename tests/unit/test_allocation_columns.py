@@ -9,8 +9,8 @@ import duckdb
 import yaml
 
 from pipelines import DBT_PROJECT_DIR
-from pipelines.serving.columns import allocation_columns, api_fields, column_names, mart_columns
-from pipelines.serving.engine import render_sharing_sql, to_allocation
+from pipelines.serving.query.allocation import render_sharing_sql, to_allocation
+from pipelines.warehouse.allocation_columns import allocation_columns, api_fields, column_names, mart_columns
 
 ROOT = DBT_PROJECT_DIR.parent
 GROUPS = {"window", "property", "span", "sum", "average", "max", "efficiency", "energy", "intensity", "ratio",

@@ -8,15 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.serving.aggregates import Params
-from pipelines.serving.asset_query import (
-    IMPLEMENTED,
-    asset_query_from_params,
-    compile_asset_filter,
-    key_sql,
-    parse_asset_filter,
-)
-from pipelines.serving.errors import QueryError
+from pipelines.serving.query.aggregates import Params
+from pipelines.serving.query.asset_query import compile_asset_filter, key_sql, parse_asset_filter
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.routes.assets import IMPLEMENTED, asset_query_from_params
 
 ROWS = """SELECT * FROM (VALUES
     ('Node', 'Compute', 'aws', NULL, NULL, 'Kubernetes', 'c1', 'n1', 'aws:///i-1'),

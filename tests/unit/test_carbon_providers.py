@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.registry import resolve
 from pipelines.settings import CarbonSettings, ClusterSettings, SettingsError, load_settings
 from pipelines.sources.carbon import PROVIDER_NAMES, PROVIDERS, HttpCarbonClient, make_provider
 from pipelines.sources.metrics import METRICS_SOURCES
@@ -31,6 +32,11 @@ def test_cluster_sources_are_the_metrics_registry(tmp_path: Path) -> None:
     path.write_text("clusters:\n  - name: a\n    source: otel\n")
     with pytest.raises(SettingsError, match=", ".join(METRICS_SOURCES)):
         load_settings(str(path))
+
+
+def test_every_metrics_source_resolves() -> None:
+    # the registry names its code as text (imported on use): a typo would surface only in a run of that source
+    assert all(callable(resolve(entry)) for entry in METRICS_SOURCES.values())
 
 
 def test_builtin_values_provider_lands_nothing() -> None:

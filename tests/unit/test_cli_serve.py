@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.cli import build_parser, serve_limits
-from pipelines.serving.app import ServerLimits
+from pipelines.serving.http.app import ServerLimits
 
 
 def test_the_flags_set_the_server_limits_and_the_defaults_stay() -> None:

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from pipelines.serving.aggregates import Params, aggregate_key_sql
-from pipelines.serving.errors import QueryError
-from pipelines.serving.filters import Condition, Group, compile_filter, parse_filter
+from pipelines.serving.query.aggregates import Params, aggregate_key_sql
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.query.filters import Condition, Group, compile_filter, parse_filter
 from tests.fixtures.opencost_fixture import create_allocation_table, insert_rows, opencost_rows
 
 

@@ -4,8 +4,8 @@ render the sharing macro's `label_lookup`, so a label in either key form is foun
 import duckdb
 import pytest
 
-from pipelines.serving.aggregates import Params, map_lookup_sql
-from pipelines.serving.sharing_macros import sharing_macros
+from pipelines.serving.query.aggregates import Params, map_lookup_sql
+from pipelines.warehouse.sharing_macros import sharing_macros
 
 ROWS = [
     ('{"app.kubernetes.io/part-of": "monitoring"}', "{}"),  # original key stored (Kubernetes API)

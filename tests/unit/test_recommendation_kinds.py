@@ -1,6 +1,6 @@
-"""The recommendation kinds are one list in three places that must agree: the serving layer's `savings.KINDS` (the
-API's `kind` parameter, the report, the CLI), the models `int_recommendations_counted` unions (each names its kind
-in `rec_common_columns`) and the mart's accepted values for `kind`."""
+"""The recommendation kinds are one list in three places that must agree: the serving layer's
+`recommendations.KINDS` (the API's `kind` parameter, the report, the CLI), the models `int_recommendations_counted`
+unions (each names its kind in `rec_common_columns`) and the mart's accepted values for `kind`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import yaml
 
 from pipelines import DBT_PROJECT_DIR
-from pipelines.serving.savings import COLUMNS, KINDS
+from pipelines.serving.query.recommendations import COLUMNS, KINDS
 
 RECS = DBT_PROJECT_DIR / "models" / "intermediate" / "recommendations"
 

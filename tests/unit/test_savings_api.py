@@ -9,8 +9,9 @@ from datetime import date
 import duckdb
 import pytest
 
-from pipelines.serving.errors import QueryError
-from pipelines.serving.savings import COLUMNS, savings_routes
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.query.recommendations import COLUMNS
+from pipelines.serving.routes.savings import savings_routes
 from pipelines.settings import Settings
 
 D1, D2 = date(2026, 3, 6), date(2026, 3, 7)

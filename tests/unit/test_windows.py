@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from pipelines.serving.errors import QueryError
-from pipelines.serving.windows import Window, answerable_days, parse_window, step_bounds
+from pipelines.serving.query.errors import QueryError
+from pipelines.serving.query.windows import Window, answerable_days, parse_window, step_bounds
 
 NOW = datetime(2024, 3, 13, 15, 30)  # a Wednesday
 

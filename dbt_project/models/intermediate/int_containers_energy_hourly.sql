@@ -33,9 +33,9 @@ shared as (
                      * least(containers.gpu_hours / (node_energy.gpu_count * node_energy.node_run_h), 1.0)
             else 0.0
         end as gpu_energy_j,
-        coalesce(node_energy.carbon_intensity_g_per_kwh, {{ sql_number(var('default_intensity_g_per_kwh', 500)) }})
+        coalesce(node_energy.carbon_intensity_g_per_kwh, {{ default_intensity() }})
             as carbon_intensity_g_per_kwh,
-        coalesce(node_energy.pue, {{ sql_number(var('default_pue', 1.3)) }}) as pue,
+        coalesce(node_energy.pue, {{ default_pue() }}) as pue,
         -- share-hours = min(max(request, usage) core-hours / vCPUs, running hours)
         coalesce(node_energy.embodied_g_per_hour, 100000.0 / 35040.0)
             * least(

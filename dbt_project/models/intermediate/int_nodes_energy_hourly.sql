@@ -122,12 +122,12 @@ energised as (
             powered.min_watts_per_vcpu
             + (powered.max_watts_per_vcpu - powered.min_watts_per_vcpu) * powered.cpu_utilisation
         ) * powered.node_run_s as cpu_energy_j,
-        {% if var('energy_memory', false) %}
+        {% if var('energy_memory') %}
         -- CCF memory coefficient 0.000392 kWh per GB-hour (decimal GB) of capacity; containers get their allocated share
         powered.ram_capacity_bytes / 1.0e9 * powered.node_run_h * 0.000392 * 3.6e6
         {% else %}cast(0 as double){% endif %} as memory_energy_j,
         {{ gpu_energy_j('powered') }} as gpu_energy_j,
-        powered.gpu_count > 0 and {{ sql_bool(var('energy_gpu', false)) }} and gpu_metrics.gpu_power_w is null
+        powered.gpu_count > 0 and {{ sql_bool(var('energy_gpu')) }} and gpu_metrics.gpu_power_w is null
             as is_gpu_power_estimated
     from powered
     left join gpu_metrics
@@ -146,7 +146,7 @@ carbon as (
             intensity.carbon_intensity_g_per_kwh,
             zone_annual.g_per_kwh,
             region_annual.g_per_kwh,
-            {{ sql_number(var('default_intensity_g_per_kwh', 500)) }}
+            {{ default_intensity() }}
         ) as carbon_intensity_g_per_kwh,
         case
             when intensity.carbon_intensity_g_per_kwh is not null then 'provider_hourly'
@@ -158,12 +158,12 @@ carbon as (
         coalesce(intensity.coverage, 1.0) < 1.0 as is_intensity_partial,
         coalesce(
             energised.cluster_pue,
-            {% if var('pue_source', 'greenkube') == 'ccf' %}pue_region.pue, pue_provider.pue_ccf,{% else %}pue_provider.pue_greenkube,{% endif %}
-            {{ sql_number(var('default_pue', 1.3)) }}
+            {% if var('pue_source') == 'ccf' %}pue_region.pue, pue_provider.pue_ccf,{% else %}pue_provider.pue_greenkube,{% endif %}
+            {{ default_pue() }}
         ) as pue,
         case
             when energised.cluster_pue is not null then 'cluster_config'
-            {% if var('pue_source', 'greenkube') == 'ccf' -%}
+            {% if var('pue_source') == 'ccf' -%}
             when pue_region.pue is not null then 'ccf_region'
             when pue_provider.pue_ccf is not null then 'ccf_provider'
             {%- else -%}

@@ -169,7 +169,7 @@ asset as (
         coalesce(priced.pv_capacity_bytes, priced.pvc_request_bytes) * priced.active_h as asset_byte_hours,
         priced.price_gib_hour_usd * coalesce(priced.pv_capacity_bytes, priced.pvc_request_bytes) / 1073741824.0
             * priced.active_h as asset_cost,
-        {% if var('energy_storage', false) -%}
+        {% if var('energy_storage') -%}
         -- CCF: SSD 1.2 / HDD 0.65 Wh per TB-hour x replication factor
         coalesce(priced.pv_capacity_bytes, priced.pvc_request_bytes) / 1.0e12 * priced.active_h
             * case when priced.media = 'hdd' then 0.65 else 1.2 end

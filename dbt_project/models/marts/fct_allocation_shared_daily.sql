@@ -4,7 +4,7 @@
 -- one cluster never changes another cluster's rows; the overhead is per cluster). The algorithm is the single
 -- implementation in macros/allocation_sharing.sql, also used by the allocation API with per-request options; the
 -- policy -> options mapping is its sharing_policy_options, the columns are macros/allocation_columns.sql.
-{%- set options = fromjson(sharing_policy_options(var('sharing', {}))) %}
+{%- set options = fromjson(sharing_policy_options(var('sharing'))) %}
 {%- do options.update({'split_idle': 'row', 'include_idle': true, 'share_scope': 'cluster'}) %}
 {{ config(unique_key=['usage_date', 'cluster']) }}
 

@@ -64,13 +64,13 @@ overhead as (
         {{ no_instance() }}
         count(distinct hour_ts) as hours,
         {{ asset_costs({'overhead_cost':
-            'count(distinct hour_ts) * ' ~ sql_number(var('cluster_management_fee_per_hour', 0))}) }}
+            'count(distinct hour_ts) * ' ~ sql_number(var('cluster_management_fee_per_hour'))}) }}
         'custom' as price_source_max,
         'custom' as price_source_min,
-        {{ sql_number(var('cluster_management_fee_per_hour', 0)) }} as hourly_price_usd,
+        {{ sql_number(var('cluster_management_fee_per_hour')) }} as hourly_price_usd,
         false as is_estimated
     from {{ ref('int_nodes_enriched_hourly') }}
-    where {{ sql_number(var('cluster_management_fee_per_hour', 0)) }} > 0
+    where {{ sql_number(var('cluster_management_fee_per_hour')) }} > 0
     group by cast(hour_ts as date), cluster
 ),
 

@@ -1,7 +1,7 @@
 -- grain: one row per (zone, hour_ts) of the configured provider
 with source as (
     select * from {{ source('carbon', 'carbon_intensity_hours') }}
-    where provider = {{ sql_string(var('carbon_provider', 'demo')) }}
+    where provider = {{ sql_string(var('carbon_provider')) }}
       and {{ window_filter('hour_ts', none) }}
 ),
 

@@ -4,7 +4,7 @@
 -- Sharing moves cost, energy and carbon between rows; it never creates or loses any (METHOD A12, A18).
 -- Per cluster and day: Σ total_cost after sharing = Σ before + the monthly overhead for the day; Σ CO2e and Σ kWh
 -- are equal before and after. Rows returned = failures.
-{%- set policy = var('sharing', {}) %}
+{%- set policy = var('sharing') %}
 with unshared as (
     select usage_date, cluster, sum(total_cost) as cost, sum(co2e_total_g) as co2e, sum(energy_kwh) as kwh
     from {{ ref('fct_allocation_daily') }}

@@ -88,40 +88,54 @@ class PodFrames(QueryParts):
 
     def pods(self) -> pd.DataFrame:
         rows: dict[tuple[datetime, str], dict[str, Any]] = {}
+        # in this order: a pod's row is made where it first appears (the frame's row order), and the owners,
+        # labels and network of a pod need its row
+        self._pod_nodes(rows)
+        self._pod_phases(rows)
+        self._pod_owners(rows)
+        self._pod_labels(rows)
+        self._pod_network(rows)
+        self._pod_egress(rows)
+        return to_frame(list(rows.values()), POD_COLS)
 
-        def row(h: datetime, lab: Mapping[str, str]) -> dict[str, Any] | None:
-            uid = lab.get("uid", "")
-            if not uid:
-                return None
-            r = rows.get((h, uid))
-            if r is None:
-                r = rows[(h, uid)] = {"cluster": self.cluster, "hour_ts": h, "namespace": lab.get("namespace", ""),
-                                      "pod": lab.get("pod", ""), "pod_uid": uid, "_source": SOURCE}
-                self.uids[(h, r["namespace"], r["pod"])].add(uid)
-                self.pod_name[(h, uid)] = (r["namespace"], r["pod"])
-            return r
+    def _pod_row(self, rows: dict[tuple[datetime, str], dict[str, Any]], h: datetime,
+                 lab: Mapping[str, str]) -> dict[str, Any] | None:
+        """The row of the pod a KSM point names (made, and the uid maps filled, on first sight); None without uid."""
+        uid = lab.get("uid", "")
+        if not uid:
+            return None
+        r = rows.get((h, uid))
+        if r is None:
+            r = rows[(h, uid)] = {"cluster": self.cluster, "hour_ts": h, "namespace": lab.get("namespace", ""),
+                                  "pod": lab.get("pod", ""), "pod_uid": uid, "_source": SOURCE}
+            self.uids[(h, r["namespace"], r["pod"])].add(uid)
+            self.pod_name[(h, uid)] = (r["namespace"], r["pod"])
+        return r
 
-        for h, lab, _ in self.part("pod_meta", "info"):
-            r = row(h, lab)
+    def _pod_nodes(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """The node from kube_pod_info, else from the running containers' or requests' series."""
+        points = self.part("pod_meta", "info") + self.part("running", "count") + self.part("resources", "request")
+        for h, lab, _ in points:
+            r = self._pod_row(rows, h, lab)
             if r is not None and lab.get("node") and not r.get("node"):
                 r["node"] = lab["node"]
                 self.pod_node[(h, r["pod_uid"])] = lab["node"]
-        for h, lab, _ in self.part("running", "count") + self.part("resources", "request"):
-            r = row(h, lab)
-            if r is not None and lab.get("node") and not r.get("node"):
-                r["node"] = lab["node"]
-                self.pod_node[(h, r["pod_uid"])] = lab["node"]
+
+    def _pod_phases(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """The most advanced phase seen in the hour."""
         for h, lab, _ in self.part("pod_meta", "phase"):
-            r = row(h, lab)
+            r = self._pod_row(rows, h, lab)
             if r is not None and _PHASE_RANK.get(lab.get("phase", ""), -1) >= _PHASE_RANK.get(r.get("phase"), -1):
                 r["phase"] = lab.get("phase")
 
+    def _pod_owners(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """The owner, and the controller: a ReplicaSet's or Job's own owner (Deployment, CronJob), else the owner."""
         rs_owner = {(h, lab.get("namespace"), lab.get("replicaset")): (lab.get("owner_kind"), lab.get("owner_name"))
                     for h, lab, _ in self.part("pod_meta", "rs_owner")}
         job_owner = {(h, lab.get("namespace"), lab.get("job_name")): (lab.get("owner_kind"), lab.get("owner_name"))
                      for h, lab, _ in self.part("pod_meta", "job_owner")}
         for h, lab, _ in self.part("pod_meta", "owner"):
-            r = row(h, lab)
+            r = self._pod_row(rows, h, lab)
             kind, name = lab.get("owner_kind"), lab.get("owner_name")
             if r is None or not kind or kind == "<none>":
                 continue
@@ -136,39 +150,43 @@ class PodFrames(QueryParts):
             else:
                 r["controller_kind"], r["controller_name"] = kind, name
 
+    def _pod_labels(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """Labels and annotations as JSON, merged over the hour's series."""
         for part, col, prefix in (("labels", "labels", "label_"), ("annotations", "annotations", "annotation_")):
             acc: dict[tuple, dict[str, str]] = {}
             for h, lab, _ in self.part("pod_labels", part):
-                if row(h, lab) is not None:
+                if self._pod_row(rows, h, lab) is not None:
                     merge_json(acc, (h, lab["uid"]), prefixed(lab, prefix))
             for key, d in acc.items():
                 rows[key][col] = dumps(d)
 
+    def _pod_network(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """Bytes sent and received in the hour (cAdvisor series, matched to a pod by uid)."""
         for part, col in (("tx", "network_transmit_bytes"), ("rx", "network_receive_bytes")):
             for h, lab, v in self.part("network", part):
                 uid = self._uid_for(h, lab, "network_series")
                 if uid and (h, uid) in rows and v is not None:  # rate over [h, h+1) x 3600 = bytes in the hour
                     rows[(h, uid)][col] = (rows[(h, uid)].get(col) or 0.0) + v * 3600.0
-        egress = self.part("network", "egress")
-        if egress:
-            for h, lab, v in egress:
-                cands = self.uids.get((h, lab.get("namespace", ""), lab.get("pod_name", "")), set())
-                if len(cands) != 1 or v is None:
-                    continue
-                r = rows[(h, next(iter(cands)))]
-                if lab.get("internet") == "true":
-                    col = "egress_internet_bytes"
-                elif lab.get("same_region") == "false":
-                    col = "egress_cross_region_bytes"
-                elif lab.get("same_zone") == "false":
-                    col = "egress_cross_zone_bytes"
-                else:
-                    col = None  # same-zone traffic is free
-                for c in ("egress_internet_bytes", "egress_cross_region_bytes", "egress_cross_zone_bytes"):
-                    r.setdefault(c, 0.0)
-                if col:
-                    r[col] += v * 3600.0
-        return to_frame(list(rows.values()), POD_COLS)
+
+    def _pod_egress(self, rows: dict[tuple[datetime, str], dict[str, Any]]) -> None:
+        """Billable egress bytes per class (network-costs), where its pod name maps to one pod."""
+        for h, lab, v in self.part("network", "egress"):
+            cands = self.uids.get((h, lab.get("namespace", ""), lab.get("pod_name", "")), set())
+            if len(cands) != 1 or v is None:
+                continue
+            r = rows[(h, next(iter(cands)))]
+            if lab.get("internet") == "true":
+                col = "egress_internet_bytes"
+            elif lab.get("same_region") == "false":
+                col = "egress_cross_region_bytes"
+            elif lab.get("same_zone") == "false":
+                col = "egress_cross_zone_bytes"
+            else:
+                col = None  # same-zone traffic is free
+            for c in ("egress_internet_bytes", "egress_cross_region_bytes", "egress_cross_zone_bytes"):
+                r.setdefault(c, 0.0)
+            if col:
+                r[col] += v * 3600.0
 
     def containers(self) -> pd.DataFrame:
         rows: dict[tuple[datetime, str, str], dict[str, Any]] = {}

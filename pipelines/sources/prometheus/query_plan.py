@@ -100,33 +100,69 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
     Every query is evaluated at T = hour end - 1 s over W = 59m59s (closed ranges) or 1h (left-open ranges),
     so raw windows cover exactly [h, h+1) and `[W:1m]` subqueries yield the 60 points h, h+1m, ..., h+59m.
     """
-    w = "1h" if left_open else "59m59s"
-    r = "1h" if left_open else "59m"  # at T = h+1: subquery points h+1m ... h+1, rates of intervals inside the hour
-    s = f"{scrape_s:g}s"
+    p = _PromQL.for_backend(base, left_open, scrape_s)
+    return [
+        _Query("cpu", p.cpu), _Query("cpu_max", p.cpu_max, at_hour_end=True), _Query("mem", p.mem),
+        _Query("resources", p.resources), _Query("running", p.running),
+        _Query("per_step", p.per_step, follow_up=True),
+        _Query("pod_meta", p.pod_meta), _Query("pod_labels", p.pod_labels),
+        _Query("network", p.network), _Query("services", p.services), _Query("namespaces", p.namespaces),
+        _Query("nodes", p.nodes, namespaced=False), _Query("presence", p.presence, namespaced=False),
+        _Query("volumes", p.volumes, namespaced=False), _Query("gpu", p.gpu, namespaced=False),
+    ]
+
+
+@dataclass(frozen=True)
+class _PromQL:
+    """The plan's PromQL builders for one backend: each takes the extra matchers (a namespace shard, the
+    follow-up's pod=~) and returns one request's expression."""
+    base: list[str]   # the cluster matcher, when configured
+    w: str            # raw window over exactly [h, h+1) at T = h+1 - 1 s
+    r: str            # subquery range at T = h+1: points h+1m ... h+1, rates of intervals inside the hour
+    s: str            # the scrape interval: a one-scrape lookback
     # irate needs two samples; a short window limits how long a dead cgroup (no staleness marker) lingers
-    irate_w = f"{3 * scrape_s:g}s"
-    k = "namespace, pod, uid, container"
+    irate_w: str
+    k: str = "namespace, pod, uid, container"
 
-    def sel(metric: str, m: list[str], *fixed: str) -> str:
-        return f"{metric}{{{', '.join([*fixed, *base, *m])}}}"
+    @classmethod
+    def for_backend(cls, base: list[str], left_open: bool, scrape_s: float) -> _PromQL:
+        return cls(base, w="1h" if left_open else "59m59s", r="1h" if left_open else "59m", s=f"{scrape_s:g}s",
+                   irate_w=f"{3 * scrape_s:g}s")
 
-    def cad(metric: str, m: list[str]) -> str:
-        return sel(metric, m, _NONEMPTY_CONTAINER, 'container!="POD"')
+    # --- selectors
 
-    def cpu(m: list[str]) -> str:
-        inner = _with_uid(f"rate({cad('container_cpu_usage_seconds_total', m)}[{w}])")
+    def sel(self, metric: str, m: list[str], *fixed: str) -> str:
+        return f"{metric}{{{', '.join([*fixed, *self.base, *m])}}}"
+
+    def cad(self, metric: str, m: list[str]) -> str:
+        return self.sel(metric, m, _NONEMPTY_CONTAINER, 'container!="POD"')
+
+    def without_scrape(self, metric: str, m: list[str]) -> str:
+        return f"max without ({_SCRAPE_LABELS}) (last_over_time({self.sel(metric, m)}[{self.w}]))"
+
+    def running_ts(self, m: list[str]) -> tuple[str, str]:
+        run = self.sel("kube_pod_container_status_running", m, _NONEMPTY_CONTAINER)
+        # timestamp() of a bare selector is the raw sample's time; `and ... == 1` keeps running samples only
+        return run, f"(timestamp({run}) and {run} == 1)"
+
+    # --- containers: usage, requests, run span
+
+    def cpu(self, m: list[str]) -> str:
+        k, w = self.k, self.w
+        inner = _with_uid(f"rate({self.cad('container_cpu_usage_seconds_total', m)}[{w}])")
         return f"sum by ({k}) (max by ({k}, id) ({inner}))"
 
-    def cpu_max(m: list[str]) -> str:
+    def cpu_max(self, m: list[str]) -> str:
         # one cgroup is live per container at a time: `max` across ids dedupes and never adds a dead one's rate.
         # max over (time, ids) taken per series first: the same maximum, without the per-step regex and grouping
-        irate = f"irate({cad('container_cpu_usage_seconds_total', m)}[{irate_w}])"
-        return f"max by ({k}) ({_with_uid(f'max_over_time({irate}[{r}:1m])')})"
+        irate = f"irate({self.cad('container_cpu_usage_seconds_total', m)}[{self.irate_w}])"
+        return f"max by ({self.k}) ({_with_uid(f'max_over_time({irate}[{self.r}:1m])')})"
 
-    def mem(m: list[str]) -> str:
+    def mem(self, m: list[str]) -> str:
         # as for cpu_max: max across cgroup ids, and a one-scrape lookback instead of 5 minutes, so a restarted
         # container's old cgroup is not summed with the new one in backfilled/remote-read data
-        ws_sel = cad("container_memory_working_set_bytes", m)
+        k, w, s = self.k, self.w, self.s
+        ws_sel = self.cad("container_memory_working_set_bytes", m)
         # the peak as in cpu_max (max over time and ids commute). The average of the per-step maximum does not
         # commute, but a container with one series in the hour has its series' average (same steps, same sum):
         # `avg` holds it where `series` is 1; the others are read with mem_avg(), the per-step form, by per_step
@@ -134,25 +170,21 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
         per_series = _with_uid(f"avg_over_time(last_over_time({ws_sel}[{s}])[{w}:1m])")
         return _tagged(avg=f"max by ({k}) ({per_series})", series=f"count by ({k}) ({per_series})", max=peak)
 
-    def mem_avg(m: list[str]) -> str:
-        ws_sel = cad("container_memory_working_set_bytes", m)
-        ws = f"max by ({k}) ({_with_uid(f'last_over_time({ws_sel}[{s}])')})"
-        return f"avg_over_time(({ws})[{w}:1m])"
+    def mem_avg(self, m: list[str]) -> str:
+        ws_sel = self.cad("container_memory_working_set_bytes", m)
+        ws = f"max by ({self.k}) ({_with_uid(f'last_over_time({ws_sel}[{self.s}])')})"
+        return f"avg_over_time(({ws})[{self.w}:1m])"
 
-    def resources(m: list[str]) -> str:
+    def resources(self, m: list[str]) -> str:
         res = 'resource=~"cpu|memory|nvidia_com_gpu|nvidia.com/gpu"'
         return _tagged(**{
-            kind: f"max by ({k}, node, resource) (avg_over_time("
-                  f"{sel(f'kube_pod_container_resource_{kind}s', m, _NONEMPTY_CONTAINER, _NONEMPTY_NODE, res)}[{w}]))"
+            kind: f"max by ({self.k}, node, resource) (avg_over_time("
+                  f"{self.sel(f'kube_pod_container_resource_{kind}s', m, _NONEMPTY_CONTAINER, _NONEMPTY_NODE, res)}"
+                  f"[{self.w}]))"
             for kind in ("request", "limit")
         })
 
-    def running_ts(m: list[str]) -> tuple[str, str]:
-        run = sel("kube_pod_container_status_running", m, _NONEMPTY_CONTAINER)
-        # timestamp() of a bare selector is the raw sample's time; `and ... == 1` keeps running samples only
-        return run, f"(timestamp({run}) and {run} == 1)"
-
-    def running(m: list[str]) -> str:
+    def running(self, m: list[str]) -> str:
         # The run span is min/max over the subquery steps h, h+1m, ... of the last running sample (see
         # per_step), but timestamp() inside a subquery re-reads every series per step (~30x a plain
         # subquery). The step sample's time never decreases, so where some series of a container runs at the
@@ -160,7 +192,8 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
         # ran at h or in the hour also runs at T, the maximum is T's (`last_now`). `needs_last` counts the
         # series for which that fails; those containers, and those with running samples but no `first`, are
         # read again by per_step, so every value equals the subquery's.
-        run, ts = running_ts(m)
+        k, w = self.k, self.w
+        run, ts = self.running_ts(m)
         at_h = f"{run} offset {_HOUR_START_OFFSET}"
         return _tagged(
             count=f"max by ({k}) (sum_over_time({run}[{w}]))",
@@ -169,18 +202,22 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
             needs_last=f"count by ({k}) ((max_over_time({run}[{w}]) >= 1 or {at_h} == 1) unless {run} == 1)",
         )
 
-    def per_step(m: list[str]) -> str:
+    def per_step(self, m: list[str]) -> str:
         # The per-step subqueries, run for the pods (pod=~) that running/mem could not settle. A selection by
         # pod name holds every series of each container it returns, so each returned value is exact.
         # run span: the [W:scrape] subquery visits every raw sample, plus the last one before h (lookback)
-        _, ts = running_ts(m)
+        k, w, s = self.k, self.w, self.s
+        _, ts = self.running_ts(m)
         return _tagged(
             first=f"min by ({k}) (min_over_time({ts}[{w}:{s}]))",
             last=f"max by ({k}) (max_over_time({ts}[{w}:{s}]))",
-            mem_avg=mem_avg(m),
+            mem_avg=self.mem_avg(m),
         )
 
-    def pod_meta(m: list[str]) -> str:
+    # --- pods and namespaces
+
+    def pod_meta(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
         return _tagged(
             info="max by (namespace, pod, uid, node, pod_ip, host_network, created_by_kind, created_by_name) "
                  f"(last_over_time({sel('kube_pod_info', m)}[{w}]))",
@@ -195,14 +232,13 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
                    f"{sel('kube_pod_spec_volumes_persistentvolumeclaims_info', m)}[{w}]))",
         )
 
-    def without_scrape(metric: str, m: list[str]) -> str:
-        return f"max without ({_SCRAPE_LABELS}) (last_over_time({sel(metric, m)}[{w}]))"
+    def pod_labels(self, m: list[str]) -> str:
+        return _tagged(labels=self.without_scrape("kube_pod_labels", m),
+                       annotations=self.without_scrape("kube_pod_annotations", m))
 
-    def pod_labels(m: list[str]) -> str:
-        return _tagged(labels=without_scrape("kube_pod_labels", m),
-                       annotations=without_scrape("kube_pod_annotations", m))
+    def network(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
 
-    def network(m: list[str]) -> str:
         def inc(metric: str) -> str:
             # pod-level cgroup series; max across cgroup ids (pause vs pod cgroup report the same netns)
             inner = _with_uid(f"rate({sel(metric, m, _NONEMPTY_POD)}[{w}])")
@@ -214,7 +250,8 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
                    f"{sel('kubecost_pod_network_egress_bytes_total', m)}[{w}]))",
         )
 
-    def services(m: list[str]) -> str:
+    def services(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
         lb = f"max by (namespace, service) (last_over_time({sel('kube_service_spec_type', m, _LB_TYPE)}[{w}]))"
         return _tagged(
             lb=lb,
@@ -225,23 +262,27 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
                       f'label_replace({lb}, "endpoint", "$1", "service", "(.*)")',
         )
 
-    def namespaces(m: list[str]) -> str:
-        return _tagged(labels=without_scrape("kube_namespace_labels", m),
-                       annotations=without_scrape("kube_namespace_annotations", m))
+    def namespaces(self, m: list[str]) -> str:
+        return _tagged(labels=self.without_scrape("kube_namespace_labels", m),
+                       annotations=self.without_scrape("kube_namespace_annotations", m))
 
-    def nodes(m: list[str]) -> str:
+    # --- cluster-wide: nodes, presence, volumes, GPUs
+
+    def nodes(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
         res = 'resource=~"cpu|memory|nvidia_com_gpu|nvidia.com/gpu"'
         return _tagged(
             info=f"max by (node, provider_id) (last_over_time({sel('kube_node_info', m)}[{w}]))",
-            labels=without_scrape("kube_node_labels", m),
+            labels=self.without_scrape("kube_node_labels", m),
             capacity=f"max by (node, resource) (max_over_time({sel('kube_node_status_capacity', m, res)}[{w}]))",
             allocatable="max by (node, resource) (max_over_time("
                         f"{sel('kube_node_status_allocatable', m, res)}[{w}]))",
         )
 
-    def presence(m: list[str]) -> str:
+    def presence(self, m: list[str]) -> str:
         # raw-sample counts over exactly [h, h+1) x scrape interval = minutes present; `coverage`: series per
         # optional family in the hour (an absent family yields no point)
+        sel, w = self.sel, self.w
         coverage = " or ".join(
             f'label_replace(count(last_over_time({sel(metric, m)}[{w}])), "kl_metric", "{metric}", "", "")'
             for metric in OPTIONAL_SERIES
@@ -256,7 +297,8 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
             coverage=coverage,
         )
 
-    def volumes(m: list[str]) -> str:
+    def volumes(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
         return _tagged(
             pvc="max by (namespace, persistentvolumeclaim, storageclass, volumename) "
                 f"(last_over_time({sel('kube_persistentvolumeclaim_info', m)}[{w}]))",
@@ -270,20 +312,11 @@ def _plan(base: list[str], left_open: bool, scrape_s: float) -> list[_Query]:
                      f"(last_over_time({sel('kube_persistentvolume_claim_ref', m)}[{w}]))",
         )
 
-    def gpu(m: list[str]) -> str:
+    def gpu(self, m: list[str]) -> str:
+        sel, w = self.sel, self.w
         g = ("node, Hostname, gpu, UUID, modelName, namespace, pod, container, "
              "exported_namespace, exported_pod, exported_container")
         return _tagged(
             util=f"avg by ({g}) (avg_over_time({sel('DCGM_FI_DEV_GPU_UTIL', m)}[{w}]))",
             power=f"avg by ({g}) (avg_over_time({sel('DCGM_FI_DEV_POWER_USAGE', m)}[{w}]))",
         )
-
-    return [
-        _Query("cpu", cpu), _Query("cpu_max", cpu_max, at_hour_end=True), _Query("mem", mem), _Query("resources", resources),
-        _Query("running", running), _Query("per_step", per_step, follow_up=True),
-        _Query("pod_meta", pod_meta), _Query("pod_labels", pod_labels),
-        _Query("network", network), _Query("services", services), _Query("namespaces", namespaces),
-        _Query("nodes", nodes, namespaced=False), _Query("presence", presence, namespaced=False),
-        _Query("volumes", volumes, namespaced=False), _Query("gpu", gpu, namespaced=False),
-    ]
-

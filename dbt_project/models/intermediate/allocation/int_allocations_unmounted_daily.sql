@@ -21,7 +21,7 @@ unmounted_hourly as (
         cast(0 as double) as load_balancer_cost,
         volumes.energy_storage_kwh,
         volumes.energy_storage_kwh * coalesce(cluster_hour_intensity.intensity_x_pue,
-            {{ sql_number(var('default_intensity_g_per_kwh', 500)) }} * {{ sql_number(var('default_pue', 1.3)) }})
+            {{ default_intensity() }} * {{ default_pue() }})
             as co2e_operational_g,
         false as is_lb_endpoints_missing
     from {{ ref('int_volumes_allocated_hourly') }} as volumes

@@ -18,52 +18,24 @@ csv_prices as (
     select * from {{ ref('stg_pricing__node_prices') }}
 ),
 
-csv_node_match as (
+-- each node's best CSV `node` row and, on a GPU node, its best `gpu` row: one match for both classes, the one of
+-- volumes too (macros/pricing.sql csv_instance_match, csv_match_order)
+csv_match as (
     select
         nodes.cluster,
         nodes.hour_ts,
         nodes.node,
+        csv_prices.asset_class,
         csv_prices.market_price_hourly,
         row_number() over (
-            partition by nodes.cluster, nodes.hour_ts, nodes.node
-            order by
-                case when csv_prices.region is not null then 0 else 1 end,
-                case csv_prices.instance_id_field when 'spec.providerID' then 0 when 'metadata.name' then 1 else 2 end
+            partition by nodes.cluster, nodes.hour_ts, nodes.node, csv_prices.asset_class
+            order by {{ csv_match_order('csv_prices', region='nodes.region') }}
         ) as pick
     from nodes
     join csv_prices
-        on csv_prices.asset_class = 'node'
-        and (csv_prices.region is null or csv_prices.region = nodes.region)
-        and (
-            (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
-            or (csv_prices.instance_id_field = 'spec.providerID' and csv_prices.instance_id = nodes.provider_id)
-            or (
-                csv_prices.instance_id_field like 'metadata.labels.%'
-                and csv_prices.instance_id
-                = {{ label_value_expr('nodes.labels', "substr(csv_prices.instance_id_field, 17)") }}
-            )
-        )
-),
-
-csv_gpu_match as (
-    select
-        nodes.cluster,
-        nodes.hour_ts,
-        nodes.node,
-        csv_prices.market_price_hourly,
-        row_number() over (
-            partition by nodes.cluster, nodes.hour_ts, nodes.node
-            order by case when csv_prices.region is not null then 0 else 1 end
-        ) as pick
-    from nodes
-    join csv_prices
-        on csv_prices.asset_class = 'gpu'
-        and nodes.gpu_count > 0
-        and (csv_prices.region is null or csv_prices.region = nodes.region)
-        and (
-            csv_prices.instance_id = {{ label_value_expr('nodes.labels', 'csv_prices.instance_id_field') }}
-            or (csv_prices.instance_id_field = 'metadata.name' and csv_prices.instance_id = nodes.node)
-        )
+        on (csv_prices.asset_class = 'node' or (csv_prices.asset_class = 'gpu' and nodes.gpu_count > 0))
+        and {{ csv_instance_match('csv_prices', name='nodes.node', provider_id='nodes.provider_id',
+                                  labels='nodes.labels', region='nodes.region') }}
 ),
 
 joined as (
@@ -85,12 +57,12 @@ joined as (
         coalesce(rp.gpu_to_ram, rp_default.gpu_to_ram) as gpu_to_ram,
         coalesce(rp.price_source, rp_default.price_source) as resource_price_source
     from nodes
-    left join csv_node_match as csv_node
+    left join csv_match as csv_node
         on csv_node.cluster = nodes.cluster and csv_node.hour_ts = nodes.hour_ts
-        and csv_node.node = nodes.node and csv_node.pick = 1
-    left join csv_gpu_match as csv_gpu
+        and csv_node.node = nodes.node and csv_node.asset_class = 'node' and csv_node.pick = 1
+    left join csv_match as csv_gpu
         on csv_gpu.cluster = nodes.cluster and csv_gpu.hour_ts = nodes.hour_ts
-        and csv_gpu.node = nodes.node and csv_gpu.pick = 1
+        and csv_gpu.node = nodes.node and csv_gpu.asset_class = 'gpu' and csv_gpu.pick = 1
     left join sheet
         on sheet.provider = nodes.provider
         and sheet.region = nodes.region
@@ -178,8 +150,8 @@ final as (
         gpu_count,
         node_run_h,
         node_price_usd,
-        cpu_price_before_discount * (1 - {{ sql_number(var('cpu_discount_pct', 0)) }} / 100.0) as cpu_price_usd,
-        ram_price_before_discount * (1 - {{ sql_number(var('ram_discount_pct', 0)) }} / 100.0) as ram_price_usd,
+        cpu_price_before_discount * (1 - {{ sql_number(var('cpu_discount_pct')) }} / 100.0) as cpu_price_usd,
+        ram_price_before_discount * (1 - {{ sql_number(var('ram_discount_pct')) }} / 100.0) as ram_price_usd,
         gpu_price_usd,
         price_source,
         price_source = 'default' as is_default_price,

@@ -34,16 +34,12 @@ located as (
 ),
 
 candidates as (
+    -- the CSV rows of the PV's name or storage class (macros/pricing.sql csv_instance_match; the name's first)
     select located.cluster, located.hour_ts, located.pv, csv.market_price_hourly as price, 'csv' as price_source,
-           'asset_csv' as tier, 1 as tier_order
-    from located
-    join csv_prices as csv on csv.instance_id_field = 'metadata.name' and csv.instance_id = located.pv
-    where csv.market_price_hourly is not null
-    union all
-    select located.cluster, located.hour_ts, located.pv, csv.market_price_hourly, 'csv', 'asset_csv', 2
+           'asset_csv' as tier, {{ csv_match_order('csv') }} as tier_order
     from located
     join csv_prices as csv
-        on csv.instance_id_field = 'spec.storageClassName' and csv.instance_id = located.storage_class
+        on {{ csv_instance_match('csv', name='located.pv', storage_class='located.storage_class') }}
     where csv.market_price_hourly is not null
     union all
     select cluster, hour_ts, pv, provider_price, resource_price_source, 'provider_resources', 1

@@ -33,7 +33,7 @@ flagged as (
     select
         volumes.*,
         volumes.saving_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
-            {{ sql_number(var('default_intensity_g_per_kwh', 500)) }} * {{ sql_number(var('default_pue', 1.3)) }})
+            {{ default_intensity() }} * {{ default_pue() }})
             as saving_co2e_g_per_month,
         {{ reasons_string([('volumes.is_default_price', 'default_price'),
                            ('cluster_intensity.intensity_x_pue is null', 'global_default_intensity')]) }}
