@@ -23,24 +23,27 @@ rm -rf "$lint_tmp"
 # The pytest groups, one line each: the group's name is its marker, then its pytest options. `main` is every test
 # no other group's marker takes. -n 2 runs a group on two pytest-xdist workers (each with its own ports, temp dirs
 # and DAGSTER_HOME, tests/conftest.py); --dist loadscope keeps a module (and its module fixtures, which run the
-# pipeline) on one worker: in the spark group the equivalence module (one in-process JVM) and the SIGKILL module
-# (CLI runs, a JVM each) run side by side. `faults` spreads single tests (--dist load): its two modules take
+# pipeline) on one worker (in the spark group the equivalence module, one in-process JVM, and the SIGKILL module,
+# CLI runs with a JVM each, run side by side); in `main`, --no-loadscope-reorder hands the modules out in the
+# collection order, which tests/conftest.py sets to the longest first (tests/durations.json). `faults` spreads single tests (--dist load): its two modules take
 # 19 and 8 min of work, so by module one worker idled half the group. It runs 3 workers on the 2 cores: a third of
 # a fault test's time is the product's retry back-off and timeouts (a 5xx cell waits ~40 s), which a third worker
 # fills; the warm templates are built once per run (built_once), so a worker more costs no build.
 # `serial`: tests that cannot share the machine with another worker.
-# A name ending in & starts the group in the background, alongside the groups after it until `serial` (which
-# waits for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed 30 s
-# ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU.
+# A name ending in & starts the group in the background, alongside the groups after it until `serial` or the end
+# (which wait for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed
+# 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `spark` runs
+# alongside `faults`, whose workers spend a third of their time waiting on the product's retry back-off and source
+# timeouts (CPU the Spark JVMs use); `load` runs before both, on a quiet machine.
 # pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
 # group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
 TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
     "daemon& --durations=5"
-    "main   -n 2 --dist loadscope --durations=30"
+    "main   -n 2 --dist loadscope --no-loadscope-reorder --durations=30"
     "serial --durations=10"
-    "faults -n 3 --dist load --durations=10"
     "load"
-    "spark  -n 2 --dist loadscope --durations=10"
+    "spark& -n 2 --dist loadscope --durations=10"
+    "faults -n 3 --dist load --durations=10"
 )
 others=()
 for line in "${TEST_GROUPS[@]}"; do read -r name _ <<<"$line"; name="${name%&}"; [[ $name == main ]] || others+=("$name"); done
@@ -95,5 +98,8 @@ for line in "${TEST_GROUPS[@]}"; do
 done
 wait_background
 .venv/bin/python scripts/ci/group_table.py "$report_dir"
+# the modules' durations, for the order tests/conftest.py hands them out in (tests/durations.json)
+[[ -n ${KUBELEDGER_DURATIONS_OUT:-} ]] && .venv/bin/python scripts/ci/durations.py "$report_dir" tests/durations.json \
+    > "$KUBELEDGER_DURATIONS_OUT"
 rm -rf "$report_dir"
 exit $status

@@ -3,8 +3,10 @@
 Importing pipelines.definitions (at collection) exports KUBELEDGER_WAREHOUSE for dbt's profile; tests that build their
 own settings must not inherit it."""
 
+import json
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -37,3 +39,23 @@ def _isolated_kubeledger_env():
     yield
     for name in ISOLATED_ENV:
         os.environ.pop(name, None)
+
+
+# Where a pytest-xdist worker spends its time: recorded per module by scripts/ci/durations.py from a CI run's JUnit
+# XML. scripts/test.sh runs `main` with --dist loadscope --no-loadscope-reorder, so modules are handed out in this
+# order: the longest first (longest-processing-time scheduling). xdist's own reorder hands out the modules with the
+# most tests first, which put the few long pipeline modules last and left one worker alone for the group's tail.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules by recorded duration, longest first; a module not recorded keeps its place after them. Stable: the
+    tests of a module stay together and in their order."""
+    try:
+        cost: dict[str, float] = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::", 1)[0], i)
+    items.sort(key=lambda it: (-cost.get(it.nodeid.split("::", 1)[0], 0.0), first[it.nodeid.split("::", 1)[0]]))

@@ -17,12 +17,12 @@ One daily build on Spark, as the Dagster dbt assets call it (`spark_build`):
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.dagster_defs.dbt_args import TEST_SELECTION_ENV
-from pipelines.engines import DBT_SPARK_TARGET
+from pipelines.engines import DBT_SPARK_TARGET, TEST_SELECTION_ENV
 from pipelines.engines.dbt_runner import DbtCall, dbt_cli_args, invoke_dbt
 from pipelines.engines.marts_load import load_marts
 from pipelines.engines.spark_frames import frame_to_duckdb
@@ -42,7 +42,7 @@ def spark_env(settings: Settings) -> dict[str, str]:
     """What the `spark` profile reads, given to each dbt call only."""
     spark = settings.lake.spark
     return {
-        **TEST_SELECTION_ENV,  # as on DuckDB (dbt_args.INDIRECT_SELECTION says why)
+        **TEST_SELECTION_ENV,  # as on DuckDB (engines.INDIRECT_SELECTION says why)
         "KUBELEDGER_LAKE": settings.lake_root,
         "KUBELEDGER_WAREHOUSE": str(settings.warehouse_path),
         # the profile's session parameters; the session itself is started first from the same settings
@@ -92,6 +92,40 @@ def prune_lake_raw(settings: Settings, newest: date) -> list[Path]:
         if folder.name.removeprefix("date=") < cutoff:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
+    return removed
+
+
+# What a killed Spark write leaves in a table's folder: the file committer's job folder and the staging folder of a
+# dynamic partition overwrite. Readers that glob <mart>/**/*.parquet trip on their 0-byte files, and a first build
+# killed mid-write left a location dbt's CREATE TABLE AS SELECT refuses ("non-empty directory") on every re-run.
+SPARK_DEBRIS_PREFIXES = ("_temporary", ".spark-staging-")
+
+
+class LakeMartConflict(RuntimeError):
+    """A mart folder of the lake holds files but no table of the metastore owns it."""
+
+
+def clear_mart_debris(lake_root: str, registered: Callable[[str], bool]) -> list[Path]:
+    """Before a daily build on Spark (the run holds the warehouse lock: no other job of ours writes the lake):
+    remove the debris of killed writes from every mart folder of a local lake; returns what was removed.
+    A folder still holding files whose mart `registered` (by folder name) does not know is refused in one line:
+    those are a build killed between its commit and the table's registration, or another metastore's lake, and
+    replacing them blindly could drop other days. An object-store lake is left to the cluster's committer."""
+    root = Path(lake_root) / "marts"
+    if "://" in lake_root or not root.is_dir():
+        return []
+    removed: list[Path] = []
+    for mart in sorted(p for p in root.iterdir() if p.is_dir()):
+        for entry in sorted(mart.iterdir()):
+            if entry.name.startswith(SPARK_DEBRIS_PREFIXES):
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                removed.append(entry)
+        if any(mart.iterdir()) and not registered(mart.name):
+            raise LakeMartConflict(
+                f"the lake folder {mart} holds files but the Spark metastore has no table marts.{mart.name}: a build "
+                "killed while it committed, or a lake written by another metastore; move the folder away to rebuild "
+                "the mart from the raw lake (the days it held are rebuilt by a backfill), or restore the metastore "
+                "of lake.root")
     return removed
 
 
@@ -147,6 +181,9 @@ def spark_build(settings: Settings, asset_name: str, args: list[str], target_pat
             prune_lake_raw(settings, days_of_window(start, end)[-1])
     else:
         lake_rows = bootstrap_lake(settings)
+    if asset_name == DAILY_ASSET:
+        session = get_session(settings)
+        clear_mart_debris(settings.lake_root, lambda mart: session.catalog.tableExists(f"marts.{mart}"))
     call = run_dbt(settings, args, target_path, project_dir, env)
     call.lake_rows = lake_rows
     if not call.success:
