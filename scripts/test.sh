@@ -99,7 +99,10 @@ done
 wait_background
 .venv/bin/python scripts/ci/group_table.py "$report_dir"
 # the modules' durations, for the order tests/conftest.py hands them out in (tests/durations.json)
-[[ -n ${KUBELEDGER_DURATIONS_OUT:-} ]] && .venv/bin/python scripts/ci/durations.py "$report_dir" tests/durations.json \
-    > "$KUBELEDGER_DURATIONS_OUT"
+# (through a temp file: the output may be tests/durations.json itself, which the script also reads)
+if [[ -n ${KUBELEDGER_DURATIONS_OUT:-} ]]; then
+    .venv/bin/python scripts/ci/durations.py "$report_dir" tests/durations.json > "$report_dir/durations.json" \
+        && cp "$report_dir/durations.json" "$KUBELEDGER_DURATIONS_OUT"
+fi
 rm -rf "$report_dir"
 exit $status
