@@ -64,6 +64,7 @@ from pipelines.settings_rules import (
 )
 from pipelines.settings_validation import (
     _NESTED,
+    MAX_YAML_DEPTH,
     DuplicateKeyError,
     Location,
     StrictLoader,
@@ -115,8 +116,8 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     except yaml.YAMLError as exc:
         raise yaml_error(origin, exc, text) from exc
     except RecursionError:  # PyYAML composes nested collections recursively
-        raise SettingsError(f"{origin}: not valid YAML for kubeledger: lists or mappings nested hundreds of levels "
-                            "deep; no key of kubeledger.yaml nests more than 4 levels") from None
+        raise SettingsError(f"{origin}: not valid YAML for kubeledger: lists or mappings nested more than "
+                            f"{MAX_YAML_DEPTH} levels deep; no key of kubeledger.yaml nests more than 4 levels") from None
     except ValueError as exc:  # YAML reads an unquoted 2026-13-01 as a date and fails to build it
         raise SettingsError(f"{origin}: not valid YAML: a value written as a date is not a real date ({exc}); "
                             "write a real day as YYYY-MM-DD") from exc

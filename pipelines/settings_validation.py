@@ -55,6 +55,9 @@ class DuplicateKeyError(Exception):
         self.path, self.first_line, self.line = path, first_line, line
 
 
+MAX_YAML_DEPTH = 100  # no key of kubeledger.yaml nests more than 4 levels
+
+
 class StrictLoader(yaml.SafeLoader):
     """SafeLoader that rejects a key given twice in one mapping (PyYAML silently keeps the last one) and
     remembers the source text of every scalar that is not a string (`raw_scalars`, by dotted key), so errors can
@@ -63,6 +66,18 @@ class StrictLoader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self.raw_scalars: dict[str, str] = {}
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        # PyYAML composes nested collections recursively: bound the depth here, so a hostile file fails the same way
+        # whatever the process's recursion limit is (an imported library may raise it, and then 3,000 levels parsed)
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise RecursionError(f"more than {MAX_YAML_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_document(self, node: yaml.Node) -> Any:
         self._walk(node, "", set())

@@ -246,6 +246,27 @@ BAD_VALUES = [
 ]
 
 
+def test_deep_nesting_fails_the_same_under_a_raised_recursion_limit(tmp_path):
+    """The depth bound is the loader's, not the interpreter's: jsonata (imported through Dagster) raises the limit
+    to 10,000, and then 3,000 nested lists parsed and failed later as 'expected a mapping' (seen when the test
+    order changed)."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)
+    try:
+        p = tmp_path / "kubeledger.yaml"
+        p.write_text("warehouse: " + "[" * 3000 + "]" * 3000 + "\n")
+        with pytest.raises(SettingsError, match=r"not valid YAML for kubeledger: lists or mappings nested more than "
+                                                r"100 levels deep; no key of kubeledger.yaml nests more than 4 levels"):
+            load_settings(p)
+        p.write_text("warehouse: " + "[" * 99 + "]" * 99 + "\n")  # within the bound: the usual type error
+        with pytest.raises(SettingsError, match="warehouse: expected a mapping, got list"):
+            load_settings(p)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 @pytest.mark.parametrize(("text", "fragments"), BAD_VALUES)
 def test_bad_values_fail_at_load_in_one_line(tmp_path, text, fragments):
     p = write(tmp_path, text)
