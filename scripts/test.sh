@@ -5,21 +5,46 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# Setup and lint side by side (they wait on the network and the disk more than on the CPU): the Boavizta venv from
+# the start, the lint once the project venv exists, beside the Debian packages and the Spark extra; each one's
+# output is printed when it ends, and any failure stops here, before the first test.
+setup_tmp="$(mktemp -d)"
+side=()  # "<name> <pid>" of the steps running alongside
+alongside() {  # name, command...: run in the background, output to $setup_tmp/<name>.log
+    local name="$1"; shift
+    ("$@") > "$setup_tmp/$name.log" 2>&1 &
+    side+=("$name $!")
+}
+lint() {
+    .venv/bin/ruff check --no-cache .
+    # SQL lint with the dbt templater (.sqlfluff): dbt's compile and partial parse go to a temp dir (the templater
+    # takes its target path from sqlfluff config, not from DBT_TARGET_PATH), so nothing is written into the tree
+    local tmp="$setup_tmp/lint"
+    mkdir -p "$tmp"
+    printf '[sqlfluff:templater:dbt]\ntarget_path = %s\n' "$tmp/target" > "$tmp/sqlfluff.cfg"
+    KUBELEDGER_WAREHOUSE="$tmp/lint.duckdb" DBT_TARGET_PATH="$tmp/target" DBT_LOG_PATH="$tmp/logs" \
+        .venv/bin/sqlfluff lint --config "$tmp/sqlfluff.cfg" dbt_project/models dbt_project/tests
+}
+setup_start=$(date +%s)
+alongside boavizta bash scripts/ci/setup_boavizta.sh
 bash scripts/setup.sh
+alongside lint lint
 bash scripts/ci/setup_prometheus.sh
-bash scripts/ci/setup_boavizta.sh
 bash scripts/ci/setup_postgres.sh
 bash scripts/ci/setup_chromium.sh
 bash scripts/ci/setup_spark.sh
+setup_failed=0
+for entry in "${side[@]}"; do
+    read -r name pid <<<"$entry"
+    rc=0; wait "$pid" || rc=$?
+    echo "== $name (ran alongside the setup): exit $rc =="
+    cat "$setup_tmp/$name.log"
+    [[ $rc == 0 ]] || setup_failed=1
+done
+rm -rf "$setup_tmp"
+echo "setup and lint took $(( $(date +%s) - setup_start )) s"
+[[ $setup_failed == 0 ]] || exit 1
 export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
-.venv/bin/ruff check --no-cache .
-# SQL lint with the dbt templater (.sqlfluff): dbt's compile and partial parse go to a temp dir (the templater takes
-# its target path from sqlfluff config, not from DBT_TARGET_PATH), so nothing is written into the tree
-lint_tmp="$(mktemp -d)"
-printf '[sqlfluff:templater:dbt]\ntarget_path = %s\n' "$lint_tmp/target" > "$lint_tmp/sqlfluff.cfg"
-KUBELEDGER_WAREHOUSE="$lint_tmp/lint.duckdb" DBT_TARGET_PATH="$lint_tmp/target" DBT_LOG_PATH="$lint_tmp/logs" \
-    .venv/bin/sqlfluff lint --config "$lint_tmp/sqlfluff.cfg" dbt_project/models dbt_project/tests
-rm -rf "$lint_tmp"
 # The pytest groups, one line each: the group's name is its marker, then its pytest options. `main` is every test
 # no other group's marker takes. -n 2 runs a group on two pytest-xdist workers (each with its own ports, temp dirs
 # and DAGSTER_HOME, tests/conftest.py); --dist loadscope keeps a module (and its module fixtures, which run the
