@@ -173,6 +173,11 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
         problem = postgres_url_problem(settings)
         checks.append(Check("dagster storage (postgres)", problem is None, problem or "URL is set"))
     checks += _pricing_checks(settings)
+    if settings.billing.focus_path:
+        from pipelines.sources.focus import describe_bills
+
+        checks.append(_probe(f"billing.focus_path {settings.resolve(settings.billing.focus_path)}",
+                             lambda: describe_bills(settings)))
     for cluster in settings.clusters:
         if cluster.source == "prometheus":
             checks.append(_probe(f"cluster {cluster.name}: prometheus",

@@ -3,6 +3,11 @@
 The rows are marts.fct_recommendation_daily's, read through serving/query/recommendations.py (the
 query the API answers with). The look-back window is the configured one (`recommendations.window_days`): the
 models run once in the daily build, so `--window` only confirms it (another length exits 2 saying what to change).
+
+`--dismiss ID --reason TEXT`, `--applied ID [--on DATE]` and `--undismiss ID` record a decision in the working
+warehouse's ledger (pipelines/warehouse/recommendation_actions.py); the next build of a day reads it: a dismissed
+recommendation counts nothing and is listed only with `--all`, an applied one shows its realised saving beside the
+estimate (marts.fct_recommendation_outcome_daily).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import io
 import json
 import re
 import sys
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pipelines.serving.cli import error_exit
@@ -21,18 +26,21 @@ from pipelines.serving.query.errors import QueryError
 from pipelines.serving.query.recommendations import (
     KINDS,
     Selection,
+    load_outcomes,
     load_recommendations,
     recommendation_row,
     recommendation_totals,
 )
 from pipelines.serving.query.snapshots import ServingUnavailable, read_once
 from pipelines.settings import Settings
+from pipelines.warehouse.recommendation_actions import Action, ActionError, record_action
 
 CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth", "savingKwhPerMonth",
               "savingCo2eGPerMonth", "confidence", "daysOfData", "hoursCovered", "isEstimated", "estimationReasons",
               "id", "cpuLatest", "cpuRecommended", "memoryLatest", "memoryRecommended", "savingClass", "stage",
               "supersededBy", "dependsOn", "countedUsdPerMonth", "countedKwhPerMonth", "countedCo2eGPerMonth",
-              "riskFixUsdPerMonth", "riskFixKwhPerMonth", "riskFixCo2eGPerMonth")
+              "riskFixUsdPerMonth", "riskFixKwhPerMonth", "riskFixCo2eGPerMonth", "status", "statusReason",
+              "appliedDate")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -51,6 +59,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="at most this many rows")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="table (aligned text, default), json (one object per recommendation) or csv")
+    p.add_argument("--all", action="store_true", help="also list the dismissed recommendations (hidden by default)")
+    act = p.add_argument_group("decisions (kept in the working warehouse; shown after the next build of a day)")
+    act.add_argument("--dismiss", metavar="ID", help="dismiss this recommendation (needs --reason): it counts nothing")
+    act.add_argument("--reason", metavar="TEXT", help="why the dismissed recommendation does not apply")
+    act.add_argument("--undismiss", metavar="ID", help="remove the dismissal of this recommendation")
+    act.add_argument("--applied", metavar="ID", help="this recommendation was applied: track its realised saving")
+    act.add_argument("--on", type=date.fromisoformat, default=None, metavar="DATE",
+                     help="the UTC day --applied went live, YYYY-MM-DD (default: today)")
     return p
 
 
@@ -105,6 +121,55 @@ def render_table(rows: list[dict[str, Any]], raw: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_decisions(dismissed: list[dict[str, Any]], outcomes: list[dict[str, Any]], shown: bool) -> str:
+    """The dismissed recommendations (listed with --all, else counted) and the applied ones, realised vs estimated."""
+    lines: list[str] = []
+    if dismissed and shown:
+        lines.append(f"dismissed ({len(dismissed)}, counted in no total):")
+        lines += [f"  {r['id']}  reason: {r['statusReason'] or ''}" for r in dismissed]
+    elif dismissed:
+        lines.append(f"{len(dismissed)} dismissed recommendation(s) not listed (--all lists them)")
+    applied = [o for o in outcomes if o["status"] == "applied"]
+    if applied:
+        lines.append("applied (per month: realised since the applied day vs the estimate it was applied on):")
+    for o in applied:
+        if o["realisedUsdPerMonth"] is None:
+            realised = "realised: not measured yet (needs a built day after it)"
+        else:
+            realised = (f"realised ${o['realisedUsdPerMonth']:.2f}, {o['realisedKwhPerMonth'] or 0:.3f} kWh, "
+                        f"{(o['realisedCo2eGPerMonth'] or 0) / 1000:.3f} kgCO2e over {o['daysAfter']} day(s) after "
+                        f"vs {o['daysBefore']} before")
+        lines.append(f"  {o['id']} (applied {o['appliedDate']}): estimated ${o['estimatedUsdPerMonth'] or 0:.2f}, "
+                     f"{o['estimatedKwhPerMonth'] or 0:.3f} kWh, {(o['estimatedCo2eGPerMonth'] or 0) / 1000:.3f} "
+                     f"kgCO2e; {realised}")
+    return "".join(line + "\n" for line in lines)
+
+
+def run_action(args: argparse.Namespace, settings: Settings) -> int:
+    """Record --dismiss, --undismiss or --applied; 0 ok, 2 bad input, 1 the warehouse cannot take it now."""
+    chosen = [(flag, v) for flag, v in (("dismiss", args.dismiss), ("undismiss", args.undismiss),
+                                        ("applied", args.applied)) if v is not None]
+    try:
+        if len(chosen) > 1:
+            raise ActionError("give one of --dismiss, --undismiss and --applied at a time")
+        flag, rec_id = chosen[0]
+        if args.reason is not None and flag != "dismiss":
+            raise ActionError("--reason goes with --dismiss ID")
+        if args.on is not None and flag != "applied":
+            raise ActionError("--on goes with --applied ID")
+        today = datetime.now(UTC).date()
+        if args.on is not None and args.on > today:
+            raise ActionError(f"--on {args.on} is in the future (today is {today} UTC); record it once it is live")
+        status = {"dismiss": "dismissed", "undismiss": "undismissed", "applied": "applied"}[flag]
+        done = record_action(settings, Action(rec_id, status, reason=args.reason, applied_date=args.on or today))
+    except ActionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if exc.usage else 1
+    print(f"recorded: {done}. The marts, this command's list and the API show it after the next build of the "
+          "day (the next scheduled run, or kubeledger rebuild --start DAY --end DAY)")
+    return 0
+
+
 def render_csv(rows: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
@@ -114,21 +179,36 @@ def render_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def run_recommend(args: argparse.Namespace, settings: Settings) -> int:
-    """Print the recommendations; 0 ok, 2 bad input, 1 no serving copy."""
+    """Print the recommendations (or record a decision); 0 ok, 2 bad input, 1 no serving copy."""
+    if any(getattr(args, flag, None) is not None for flag in ("dismiss", "undismiss", "applied")):
+        return run_action(args, settings)
+    if args.reason is not None or args.on is not None:
+        print("error: --reason goes with --dismiss ID, --on with --applied ID", file=sys.stderr)
+        return 2
     try:
         _window_days(args.window, settings)
         sel = _selection(args)
         sel.validate()
-        raw, notes = read_once(settings.serving_path, lambda con: load_recommendations(con, sel))
+
+        def read(con: Any) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+            found, notes = load_recommendations(con, sel)
+            return found, notes, load_outcomes(con, found, sel.kinds)
+
+        raw, notes, outcomes = read_once(settings.serving_path, read)
     except (QueryError, ServingUnavailable) as exc:
         return error_exit(exc)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    dismissed = [recommendation_row(r) for r in raw if r.get("status") == "dismissed"]
+    if not args.all:  # dismissed rows count 0 in every total: hiding them changes no figure
+        raw = [r for r in raw if r.get("status") != "dismissed"]
     rows = [recommendation_row(r) for r in raw]
     if args.format == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif args.format == "csv":
         sys.stdout.write(render_csv(rows))
     else:
-        sys.stdout.write(render_table(rows, raw))
+        sys.stdout.write(render_table([r for r in rows if r["status"] != "dismissed"],
+                                      [r for r in raw if r.get("status") != "dismissed"]))
+        sys.stdout.write(render_decisions(dismissed, outcomes, args.all))
     return 0

@@ -128,6 +128,14 @@ class PricingSettings:
 
 
 @dataclass(frozen=True)
+class BillingSettings:
+    """The cloud bill (issue 28): FOCUS 1.0-1.2 CSV or Parquet files. Off while `focus_path` is unset."""
+
+    focus_path: str | None = None  # a folder (its *.csv, *.csv.gz, *.parquet files), one file or a glob
+    reread_days: int = 7  # each daily run re-reads this many days of charge periods before its own (late bills)
+
+
+@dataclass(frozen=True)
 class SharingSettings:
     shared_namespaces: tuple[str, ...] = ()
     shared_labels: tuple[str, ...] = ()  # "key:value"
@@ -170,6 +178,10 @@ class RecommendationSettings:
     abandoned_max_network_bytes_per_s: float = 500.0
     node_headroom: float = 1.2  # over the p95 of requested CPU and memory per node pool
     min_saving_co2e_g_per_month: float = 10.0  # carbon-shift recommendations below this are left out
+    off_peak_headroom: float = 1.2  # the replicas kept must hold the hour's summed usage peaks x this
+    off_peak_min_hours: int = 4  # shortest daily block of quiet hours worth a scheduled scale-down
+    hpa_min_burst_ratio: float = 2.0  # p95 / p50 of a Deployment's hourly CPU usage that makes it an HPA candidate
+    hpa_target_utilization: float = 0.7  # the proposed HPA's CPU target (share of the request)
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,7 @@ class Settings:
     carbon: CarbonSettings = field(default_factory=CarbonSettings)
     boavizta: BoaviztaSettings = field(default_factory=BoaviztaSettings)
     pricing: PricingSettings = field(default_factory=PricingSettings)
+    billing: BillingSettings = field(default_factory=BillingSettings)
     sharing: SharingSettings = field(default_factory=SharingSettings)
     energy: EnergySettings = field(default_factory=EnergySettings)
     quality: QualitySettings = field(default_factory=QualitySettings)

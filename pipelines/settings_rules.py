@@ -143,9 +143,14 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "recommendations.abandoned_max_network_bytes_per_s": NumberRange(0, 1e12, what="bytes per second per replica"),
     "recommendations.node_headroom": NumberRange(1, 10, what="factor over the p95 of requests"),
     "recommendations.min_saving_co2e_g_per_month": NumberRange(0, 1e12, what="g CO2e per month"),
+    "recommendations.off_peak_headroom": NumberRange(1, 10, what="factor over the quiet hours' usage peaks"),
+    "recommendations.off_peak_min_hours": NumberRange(1, 23, integer=True, what="hours of the day"),
+    "recommendations.hpa_min_burst_ratio": NumberRange(1, 1000, what="p95 / p50 of hourly CPU usage"),
+    "recommendations.hpa_target_utilization": NumberRange(0, 1, lo_open=True, what="share of the CPU request"),
     "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
     "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
+    "billing.reread_days": NumberRange(0, 92, integer=True, what="days of bill re-read before each daily run's own"),
     "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
     "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
     "warehouse.keep_reports": NumberRange(1, 3650, integer=True, what="HTML reports kept per kind"),
@@ -330,6 +335,16 @@ def _kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "a file"
     return "a device, FIFO or socket"
+
+
+def focus_path_problem(value: str) -> str | None:
+    """`billing.focus_path`: a local folder, file or glob of FOCUS CSV/Parquet files (object stores come later)."""
+    if not value or value != value.strip():
+        return "use a non-empty folder, file or glob without leading or trailing spaces"
+    if "://" in value:
+        return ("use a local folder, file or glob (e.g. bills/ or bills/*.parquet); object-store URIs are not read "
+                "yet: sync the export to a folder")
+    return None
 
 
 def path_text_problem(value: str, kind: str) -> str | None:

@@ -32,6 +32,7 @@ from pipelines.settings_rules import (
     choices,
     cron_problem,
     file_problem,
+    focus_path_problem,
     jvm_size_problem,
     lake_root_problem,
     location_problem,
@@ -268,6 +269,8 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
         problem = lake_root_problem(value)
     elif generic in PATH_KEYS:
         problem = path_text_problem(value, PATH_KEYS[generic])
+    elif generic == "billing.focus_path":
+        problem = focus_path_problem(value)
     elif generic == "lake.spark.master":
         problem = spark_master_problem(value)
     elif generic == "lake.spark.driver_memory":

@@ -17,6 +17,7 @@ from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, ru
 from pipelines.redaction import redact
 from pipelines.sources.boavizta import extract_boavizta_impacts
 from pipelines.sources.carbon.extract import extract_carbon
+from pipelines.sources.focus import load_focus_bills
 from pipelines.sources.kubernetes import extract_kubernetes
 from pipelines.sources.metrics import extract_metrics, metrics_problems
 from pipelines.sources.pricing import PRICE_TABLES, load_pricing
@@ -154,4 +155,18 @@ def raw_pricing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
         yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata({"files": (files)}))
 
 
-extract_assets = [raw_metrics, raw_kubernetes, raw_carbon_intensity, raw_boavizta]
+@dg.asset(key=["raw", "focus_charges"], group_name="billing", partitions_def=daily_partitions,
+          backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL, kinds={"python", "duckdb"},
+          description="FOCUS cloud bill rows (settings `billing.focus_path`) of the run's days and the "
+          "`billing.reread_days` before them, replaced per charge day in raw.focus_charges; a no-op without bills.")
+def raw_focus_charges(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
+    window = context.partition_time_window  # a backfill range re-reads its whole span once
+    with kubeledger.connect() as con:
+        summary = load_focus_bills(kubeledger.settings, con, window.start.date(), window.end.date())
+        if summary["configured"]:  # without a `billing:` block the ledger says nothing about bills
+            report_health(context, con, "billing", _days(_hours(context)), summary["problems"])
+    return dg.MaterializeResult(metadata=safe_metadata({k: v for k, v in summary.items() if k != "problems"}
+                                                       | {"problems": [p.line() for p in summary["problems"]]}))
+
+
+extract_assets = [raw_metrics, raw_kubernetes, raw_carbon_intensity, raw_boavizta, raw_focus_charges]

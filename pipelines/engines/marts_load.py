@@ -4,7 +4,9 @@ mart's contract (its YAML `data_type`s, read from the manifest of the same dbt c
 duckdb engine builds and publish, the API, BI views, checks and reports read them unchanged.
 
 The marts' Parquet is `<lake>/marts/<model>/cluster=<c>/usage_date=<d>/*.parquet`. A local lake is read by DuckDB
-directly; an object-store lake (s3a://, gs://, ...) through the Spark session, which has its credentials.
+directly; an object-store lake (s3a://, gs://, ...) through the Spark session, which has its credentials. A mart
+without a `cluster` column (the cloud bill, fct_cloud_cost_daily) is a whole table rebuilt by every build: it is
+brought back whole.
 """
 
 from __future__ import annotations
@@ -43,19 +45,29 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _files(lake_root: str, model: str, days: list[date], cluster: str | None) -> list[str]:
-    """The window's Parquet files of one mart in a local lake."""
+def _whole(columns: list[tuple[str, str]]) -> bool:
+    """A mart of no cluster is not partitioned by (cluster, usage_date): it is replaced whole."""
+    return "cluster" not in {n for n, _ in columns}
+
+
+def _files(lake_root: str, model: str, days: list[date], cluster: str | None, whole: bool = False) -> list[str]:
+    """The window's Parquet files of one mart in a local lake (every file of a whole mart)."""
     root = Path(lake_root) / MARTS_SCHEMA / model
     if not root.is_dir():
         return []
+    if whole:
+        return [str(f) for f in sorted(root.rglob("*.parquet")) if not f.name.startswith(("_", "."))]
     clusters = [root / f"cluster={cluster}"] if cluster else sorted(root.glob("cluster=*"))
     return [str(f) for c in clusters for d in days for f in sorted((c / f"usage_date={d}").glob("*.parquet"))]
 
 
-def _frame_from_spark(settings: Settings, model: str, first: date, end: date, cluster: str | None) -> Any:
+def _frame_from_spark(settings: Settings, model: str, first: date, end: date, cluster: str | None,
+                      whole: bool = False) -> Any:
     from pipelines.engines.spark_session import get_session
 
     df = get_session(settings).read.parquet(f"{settings.lake_root}/{MARTS_SCHEMA}/{model}")
+    if whole:
+        return df
     df = df.where((df.usage_date >= first.isoformat()) & (df.usage_date < end.isoformat()))
     if cluster:
         df = df.where(df.cluster == cluster)
@@ -75,6 +87,8 @@ def _replace(con: duckdb.DuckDBPyConnection, model: str, columns: list[tuple[str
             con.execute(f"alter table {table} add column {_quote(name)} {type_}")
     where = "usage_date >= ? and usage_date < ?" + (" and cluster = ?" if cluster else "")
     params: list[Any] = [first, end] + ([cluster] if cluster else [])
+    if _whole(columns):
+        where, params = "true", []
     con.execute(f"delete from {table} where {where}", params)  # noqa: S608 - names from the manifest
     if not source:
         return 0
@@ -100,12 +114,17 @@ def load_marts(settings: Settings, manifest_path: Path, start: datetime, end: da
         if not local:  # fetched before the transaction: the JVM's work never holds the warehouse's write lock
             from pipelines.engines.spark_frames import frame_to_duckdb
 
-            for m in contracts:
-                frame_to_duckdb(con, _frame_from_spark(settings, m, first, after, cluster), f"_spark_{m}")
+            for m, cols in contracts.items():
+                frame_to_duckdb(con, _frame_from_spark(settings, m, first, after, cluster, _whole(cols)),
+                                f"_spark_{m}")
         con.execute("begin")
         try:
             for model, columns in contracts.items():
-                if local:
+                if local and _whole(columns):
+                    files = _files(settings.lake_root, model, days, cluster, whole=True)
+                    source = (f"read_parquet({files!r}, hive_partitioning = false, union_by_name = true)"
+                              if files else "")
+                elif local:
                     files = _files(settings.lake_root, model, days, cluster)
                     source = (f"read_parquet({files!r}, hive_partitioning = true, union_by_name = true, "
                               "hive_types = {'cluster': 'VARCHAR', 'usage_date': 'DATE'})") if files else ""

@@ -184,7 +184,8 @@ build it with a kubeledger version that has recommendations to see what to chang
 {% else %}
 {% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
 <p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
-counted once, in order: retire idle namespaces, abandoned workloads and unclaimed volumes, rightsize what remains,
+counted once, in order: retire idle namespaces, abandoned workloads and unclaimed volumes, rightsize what remains
+(requests, then replicas off-peak; an HPA is their alternative, the larger counted),
 re-pack the node pools with what that frees, then shift in time or zone; a recommendation another one makes moot counts nothing ("in …").
 Risk fixes raise a request to stop throttling or OOM kills: a cost increase, shown apart and never subtracted.</p>
 <div class="cards" id="recommendation-total">

@@ -32,6 +32,10 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
     "price_node_csv": ("source_file",),
     "price_custom": ("source_file",),
     "source_health": ("source", "scope"),
+    "focus_charges": ("charge_date",),
+    # user state written by `kubeledger recommend` (warehouse/recommendation_actions.py), not landed; listed so the
+    # Spark engine's lake gets its snapshot (warehouse/lake.py SNAPSHOT_TABLES) like the other whole tables
+    "recommendation_actions": ("recommendation_id",),
 }
 
 METRICS_TABLES = (

@@ -39,10 +39,12 @@ import duckdb
 from pipelines import SQL_DIR
 from pipelines.warehouse.allocation_rollup import build_rollup
 
-# Every mart: copied into the serving copy and exported to Parquet (all have cluster and usage_date, the partitions).
+# Every mart copied into the serving copy. The Parquet export holds those partitioned by cluster and usage_date:
+# the cloud bill (fct_cloud_cost_daily) has no cluster and is served only.
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
-               "fct_node_energy_daily", "fct_recommendation_daily")
-PARQUET_MARTS = MART_TABLES
+               "fct_node_energy_daily", "fct_recommendation_daily", "fct_recommendation_outcome_daily",
+               "fct_cloud_cost_daily")
+PARQUET_MARTS = tuple(t for t in MART_TABLES if t != "fct_cloud_cost_daily")
 LAKE_FILE = "lake.duckdb"
 # the allocation API's names for rows without a namespace (pipelines/serving): written into the Parquet export so
 # no exported row has a NULL namespace
@@ -318,11 +320,17 @@ def lake_view_sql(parquet_root: Path, table: str, columns: list[str]) -> str:
     return f"select {', '.join(select)} from {source}"  # noqa: S608 - names come from the warehouse catalog
 
 
+def empty_view_sql(typed: list[tuple[str, str]]) -> str:
+    """SELECT of no rows with these (column, type) pairs, in their order."""
+    cols = ", ".join(f"cast(null as {data_type}) as {_ident(c)}" for c, data_type in typed)
+    return f"select {cols} where false"  # noqa: S608 - names and types come from the warehouse catalog
+
+
 def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path | None:
     """Write `lake_path` (tmp + os.replace): schema marts = one view per exported mart over its Parquet files,
     schema bi = the sql/bi views, with the marts' comments. Nothing is written while no mart has been exported."""
-    marts = [t for t in PARQUET_MARTS if any((parquet_root / t).glob("*/*/data.parquet"))]
-    if not marts:
+    exported = {t for t in PARQUET_MARTS if any((parquet_root / t).glob("*/*/data.parquet"))}
+    if not exported:
         return None
     lake_path.parent.mkdir(parents=True, exist_ok=True)
     for stale in lake_path.parent.glob(f".{lake_path.name}.*.tmp*"):  # left by a write that was killed
@@ -330,13 +338,18 @@ def write_lake(working_path: Path, parquet_root: Path, lake_path: Path) -> Path 
             stale.unlink(missing_ok=True)
     tmp = lake_path.with_name(f".{lake_path.name}.{uuid.uuid4().hex}.tmp")
     with _new_catalog(tmp, working_path, "lake", "view") as (con, made):
-        for table in marts:
-            columns = [r[0] for r in con.execute(
-                "select column_name from duckdb_columns() where database_name = 'working' and schema_name = 'marts' "
-                "and table_name = ? order by column_index", [table]).fetchall()]
+        for table in PARQUET_MARTS:
+            typed = con.execute(
+                "select column_name, data_type from duckdb_columns() where database_name = 'working' "
+                "and schema_name = 'marts' and table_name = ? order by column_index", [table]).fetchall()
+            columns = [c for c, _ in typed]
             if not {"cluster", "usage_date"} <= set(columns):
                 continue
-            con.execute(f"create view lake.marts.{_ident(table)} as {lake_view_sql(parquet_root, table, columns)}")
+            # a mart no day has rows for yet (no file to read) is an empty view of its columns: a BI query on it
+            # answers no rows instead of failing on a missing table
+            body = (lake_view_sql(parquet_root, table, columns) if table in exported
+                    else empty_view_sql(typed))
+            con.execute(f"create view lake.marts.{_ident(table)} as {body}")
             made.append(table)
     os.replace(tmp, lake_path)
     return lake_path

@@ -20,7 +20,7 @@ from pipelines.redaction import redact
 from pipelines.warehouse.landing import replace_partitions
 
 TABLE = "source_health"
-SOURCES = ("metrics", "kubernetes", "carbon", "boavizta", "pricing")  # metrics: Prometheus or the demo
+SOURCES = ("metrics", "kubernetes", "carbon", "boavizta", "pricing", "billing")  # metrics: Prometheus or the demo
 CURRENT = "current"  # the scope of sources that are not per day (price files)
 @dataclass
 class Problem:

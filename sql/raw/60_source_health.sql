@@ -4,7 +4,7 @@
 -- Replaced per (source, scope): the latest attempt at a day is the truth for that day.
 -- grain: one row per (source, scope, cluster, failure)
 create table if not exists raw.source_health (
-    source          varchar   not null,   -- 'metrics' (Prometheus) | 'kubernetes' | 'carbon' | 'boavizta' | 'pricing'
+    source          varchar   not null,   -- 'metrics' (Prometheus) | 'kubernetes' | 'carbon' | 'boavizta' | 'pricing' | 'billing'
     scope           varchar   not null,   -- the day (YYYY-MM-DD) the attempt was for; 'current' for price files
     cluster         varchar   not null,   -- '' when the source is not per cluster (carbon, Boavizta, prices)
     status          varchar   not null,   -- 'ok' | 'degraded'

@@ -251,10 +251,18 @@ def test_cluster_info(api: str) -> None:
         assert clusters[1]["firstDay"] == "2024-03-10" and clusters[1]["lastDay"] == "2024-03-13"
 
 
-@pytest.mark.parametrize("route", ["/cloudCost", "/cloudCost/view/graph", "/cloudCost/view/totals",
+@pytest.mark.parametrize("route", ["/cloudCost/view/graph", "/cloudCost/view/totals",
                                    "/cloudCost/view/table", "/cloudCost/status", "/customCost/total",
-                                   "/customCost/timeseries", "/customCost/status", "/model/cloudCost"])
+                                   "/customCost/timeseries", "/customCost/status", "/model/cloudCost/view/graph"])
 def test_unserved_endpoints_are_a_json_404(api: str, route: str) -> None:
     status, body = get(api, route, window="7d")
     assert status == 404 and body["code"] == 404
     assert "kubeledger does not serve" in body["message"] and body["reason"]
+
+
+@pytest.mark.parametrize("route", ["/cloudCost", "/model/cloudCost"])
+def test_cloud_cost_without_a_bill_is_a_200_with_empty_sets(api: str, route: str) -> None:
+    status, body = get(api, route, window="7d", aggregate="service", accumulate="day")
+    assert status == 200 and body["code"] == 200, body
+    assert [s["cloudCosts"] for s in body["data"]["sets"]] == [{}] * 7
+    assert "no billing source is configured" in body["warning"]

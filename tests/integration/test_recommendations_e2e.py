@@ -3,6 +3,7 @@
 A 7-day backfill through the real CLI, then: each planted case gets its recommendation on the last day (an
 over-requested Deployment, an abandoned Deployment, an unmounted PVC, an over-provisioned node pool, a nightly
 CronJob), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
+The default topology's diurnal Deployments (checkout-web) get an off-peak scale-down, recomputed here in pandas.
 """
 
 from __future__ import annotations
@@ -168,6 +169,91 @@ def test_request_sizing_v2_answers_from_the_mart(workdir, recs):
     assert all(x["namespace"] == "showcase" for x in reply.payload)
 
 
+
+def _off_peak_hours(warehouse: Path) -> pd.DataFrame:
+    """The window's Deployment hours at the rightsized requests (where a rightsizing row changes them): replica-hours,
+    summed peaks and requests, and the hour's allocation cost, memory kWh and CO2e at those requests."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        h = con.execute("select * from intermediate.int_workload_hours_recorded where controller_kind = 'Deployment' "
+                        "and hour_ts >= ? and usage_date <= ?",
+                        [datetime.combine(LAST - timedelta(days=6), time()), LAST]).df()
+        sized = con.execute("select namespace, controller, container, recommended_cpu_request_cores as cpu, "
+                            "recommended_ram_request_bytes as ram from intermediate.int_container_requests_rightsized "
+                            "where usage_date = ? and controller_kind = 'Deployment'", [LAST]).df()
+    finally:
+        con.close()
+    h = h.merge(sized, on=["namespace", "controller", "container"], how="left")
+    h["cpu_req"] = h["cpu"].fillna(h["cpu_request_cores"]) * h["run_h"]
+    h["ram_req"] = h["ram"].fillna(h["ram_request_bytes"]) * h["run_h"]
+    new_cpu = h[["cpu_req", "cpu_usage_core_hours"]].max(axis=1)
+    new_ram = h[["ram_req", "ram_usage_byte_hours"]].max(axis=1)
+    h["cost"] = new_cpu * h["cpu_price_usd"] + new_ram / 2**30 * h["ram_price_usd"] + h["gpu_cost"]
+    h["kwh"] = (h["energy_memory_kwh"] * new_ram / h["ram_byte_hours"]).where(h["ram_byte_hours"] != 0)
+    h["g"] = h["kwh"] * h["carbon_intensity_g_per_kwh"] * h["pue"] + \
+        (h["co2e_embodied_g"] * new_cpu / h["cpu_core_hours"]).where(h["cpu_core_hours"] != 0)
+    g = h.groupby(["namespace", "controller", "hour_ts"]).agg(
+        run_h=("run_h", "sum"), containers=("container", "nunique"), cpu_peak=("cpu_usage_max_cores", "sum"),
+        ram_peak=("ram_usage_max_bytes", "sum"), cpu_req=("cpu_req", "sum"), ram_req=("ram_req", "sum"),
+        cost=("cost", "sum"), kwh=("kwh", "sum"), g=("g", "sum")).reset_index()
+    g["pods"] = g["run_h"] / g["containers"]
+    g["replicas"] = (g["pods"] + 0.5).apply(math.floor)
+    g["needed"] = [max(math.ceil(r.cpu_peak * 1.2 * r.pods / r.cpu_req - 1e-9),
+                       math.ceil(r.ram_peak * 1.2 * r.pods / r.ram_req - 1e-9), 1) for r in g.itertuples()]
+    g["hour"], g["day"] = g["hour_ts"].dt.hour, g["hour_ts"].dt.date
+    return g
+
+
+def _off_peak_block(g: pd.DataFrame) -> tuple[list[int], int] | None:
+    """The longest run of hours of the day quiet on all 7 days (across midnight), at least 4, and its largest need."""
+    quiet = {hour for hour, x in g.groupby("hour") if x.loc[x["needed"] < x["replicas"], "day"].nunique() >= 7}
+    if len(quiet) == 24:
+        return None
+    first_busy = min(set(range(24)) - quiet)
+    best: list[int] = []
+    run: list[int] = []
+    for k in range(1, 25):  # from the first busy hour round the clock, so no run is cut at midnight
+        hour = (first_busy + k) % 24
+        if hour in quiet:
+            run.append(hour)
+        else:
+            best, run = (run if len(run) > len(best) else best), []
+    if len(best) < 4:
+        return None
+    return best, int(g.loc[g["hour"].isin(best), "needed"].max())
+
+
+def test_off_peak_scale_down_recomputed(workdir, recs):
+    """Every Deployment's off-peak scale-down, recomputed in pandas from the hourly history at the rightsized
+    requests: the Deployments that get one, the block, the replicas and the monthly $, kWh and CO2e."""
+    hours = _off_peak_hours(workdir / "wh" / "kubeledger.duckdb")
+    want: dict[str, tuple[str, tuple[float, float, float]]] = {}
+    for (ns, name), g in hours.groupby(["namespace", "controller"]):
+        block = _off_peak_block(g)
+        if block is None or g["replicas"].min() < 2:
+            continue
+        hours_of_block, n = block
+        inside = g[g["hour"].isin(hours_of_block)]
+        share = (inside["replicas"] - n).clip(lower=0) / inside["pods"]
+        per_month = 730 / 24 / g["day"].nunique()
+        saving = tuple(float((share * inside[c]).sum()) * per_month for c in ("cost", "kwh", "g"))
+        if saving[0] > 0:
+            start, end = hours_of_block[0], (hours_of_block[-1] + 1) % 24
+            want[f"off_peak_scale_down:demo/{ns}/deployment/{name}"] = (
+                f"Scale to {n} replicas (now {g['replicas'].min()}) from {start:02d}:00 to {end:02d}:00 UTC every day",
+                saving)
+    rows = {r["recommendation_id"]: r for r in recs if r["kind"] == "off_peak_scale_down"}
+    assert want, "the demo's diurnal Deployments should have quiet nights"
+    assert set(rows) == set(want)
+    for rid, (action, saving) in want.items():
+        r = rows[rid]
+        assert r["action"].startswith(action), (r["action"], action)
+        assert (r["saving_usd_per_month"], r["saving_kwh_per_month"], r["saving_co2e_g_per_month"]) == \
+            pytest.approx(saving, rel=1e-9, abs=1e-9), rid
+        assert r["stage"] == 2
+        if r["superseded_by"] is None:  # counted on top of the rightsizing it is computed after
+            assert r["counted_usd_per_month"] == pytest.approx(r["saving_usd_per_month"])
+
 ACTION_RE = re.compile(r"^Set requests to (\d+)m CPU and (\d+)Mi memory \(now (\d+m|none), (\d+Mi|none)\)$")
 
 
@@ -245,9 +331,37 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
         elif r["kind"] == "container_rightsizing":
             x = parts.loc[rid]
             counted[rid] = (max(x.cpu_usd, 0) + max(x.ram_usd, 0), max(x.kwh, 0), max(x.cpu_g, 0) + max(x.ram_g, 0))
-        elif r["kind"] in ("idle_namespace", "abandoned_workload", "unclaimed_volume"):
+        elif r["kind"] in ("off_peak_scale_down", "hpa_candidate") and retired_by(r):
+            counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+        elif r["kind"] in ("idle_namespace", "abandoned_workload", "unclaimed_volume", "off_peak_scale_down",
+                           "hpa_candidate"):
             counted[rid] = tuple(max(r[f"saving_{q}_per_month"], 0.0) for q in ("usd", "kwh", "co2e_g"))
-    # what retiring and rightsizing free on each pool, by each workload's (or namespace's) cost share on it
+    _hpa_alternatives(recs, parts, counted, superseded)
+    freed = _freed_on_pools(recs, costs, counted)
+    for _, r in recs[recs["kind"] == "idle_node_pool"].iterrows():
+        f = freed.get(r["target"], [0.0, 0.0, 0.0])
+        counted[r["recommendation_id"]] = tuple(
+            max(r[f"saving_{q}_per_month"] - f[i], 0.0) for i, q in enumerate(("usd", "kwh", "co2e_g")))
+    shifts = recs[recs["kind"].isin(["carbon_shift_time", "carbon_shift_zone"])]
+    for _key, group in shifts.groupby(controller, dropna=False):
+        live = group[[retired_by(r) is None for _, r in group.iterrows()]]
+        best = (live.sort_values(["saving_co2e_g_per_month", "recommendation_id"], ascending=[False, True])
+                .iloc[0]["recommendation_id"] if len(live) else None)
+        for _, r in group.iterrows():
+            rid = r["recommendation_id"]
+            if retired_by(r):
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+            elif rid != best:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), best
+            else:
+                counted[rid] = (0.0, 0.0, max(r["saving_co2e_g_per_month"], 0.0))
+    return counted, superseded
+
+
+def _freed_on_pools(recs: pd.DataFrame, costs: pd.DataFrame,
+                    counted: dict[str, tuple[float, float, float]]) -> dict[str, list[float]]:
+    """What retiring and sizing free on each pool, by each workload's (or namespace's) cost share on it."""
+    controller = ["namespace", "controller_kind", "controller"]
     by_namespace = costs.groupby(["namespace", "pool"])["cost"].sum()
     costs = costs[costs["controller"].notna()]
     by_container = costs.groupby([*controller, "container", "pool"])["cost"].sum()
@@ -267,24 +381,34 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
             acc = freed.setdefault(pool, [0.0, 0.0, 0.0])
             for i in range(3):
                 acc[i] += counted[rid][i] * cost / shares.sum()
-    for _, r in recs[recs["kind"] == "idle_node_pool"].iterrows():
-        f = freed.get(r["target"], [0.0, 0.0, 0.0])
-        counted[r["recommendation_id"]] = tuple(
-            max(r[f"saving_{q}_per_month"] - f[i], 0.0) for i, q in enumerate(("usd", "kwh", "co2e_g")))
-    shifts = recs[recs["kind"].isin(["carbon_shift_time", "carbon_shift_zone"])]
-    for _key, group in shifts.groupby(controller, dropna=False):
-        live = group[[retired_by(r) is None for _, r in group.iterrows()]]
-        best = (live.sort_values(["saving_co2e_g_per_month", "recommendation_id"], ascending=[False, True])
-                .iloc[0]["recommendation_id"] if len(live) else None)
-        for _, r in group.iterrows():
-            rid = r["recommendation_id"]
-            if retired_by(r):
-                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
-            elif rid != best:
-                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), best
-            else:
-                counted[rid] = (0.0, 0.0, max(r["saving_co2e_g_per_month"], 0.0))
-    return counted, superseded
+    return freed
+
+
+def _hpa_alternatives(recs: pd.DataFrame, parts: pd.DataFrame, counted: dict[str, tuple[float, float, float]],
+                      superseded: dict[str, str]) -> None:
+    """Per Deployment, its HPA against its rightsizing savings plus its off-peak scale-down: the larger $ counts
+    (then the larger CO2e; a tie keeps the rightsizing), the other side is superseded by it; a request to raise (a
+    risk fix) keeps the rightsizing and the HPA counts nothing."""
+    controller = ["namespace", "controller_kind", "controller"]
+    for _, h in recs[recs["kind"] == "hpa_candidate"].iterrows():
+        if h["recommendation_id"] in superseded:  # retired
+            continue
+        same = recs[(recs[controller] == h[controller]).all(axis=1)
+                    & recs["kind"].isin(["container_rightsizing", "off_peak_scale_down"])]
+        rest = [rid for rid in same["recommendation_id"] if rid not in superseded]
+        risky = [rid for rid in rest if rid in parts.index and (parts.loc[rid] < 0).any()]
+        by_kind = {k: sorted(rid for rid in rest if rid.startswith(k + ":"))
+                   for k in ("container_rightsizing", "off_peak_scale_down")}
+        rest_usd, rest_g = sum(counted[rid][0] for rid in rest), sum(counted[rid][2] for rid in rest)
+        hpa = counted[h["recommendation_id"]]
+        if not risky and (hpa[0] > rest_usd or (hpa[0] == rest_usd and hpa[2] > rest_g)):
+            for rid in rest:
+                counted[rid], superseded[rid] = (0.0, 0.0, 0.0), h["recommendation_id"]
+        else:
+            counted[h["recommendation_id"]] = (0.0, 0.0, 0.0)
+            winner = (sorted(risky) or by_kind["off_peak_scale_down"] or by_kind["container_rightsizing"] or [None])[-1]
+            if winner:
+                superseded[h["recommendation_id"]] = winner
 
 
 def test_report_cli_and_api_print_one_total_counted_once(workdir, recs):

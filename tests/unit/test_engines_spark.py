@@ -157,3 +157,29 @@ def test_a_contract_that_gained_columns_adds_them_to_the_warehouse_table(setting
     with duckdb.connect(str(settings.warehouse_path), read_only=True) as con:
         rows = con.execute("select node, window_start from marts.fct_x_daily order by usage_date").fetchall()
     assert rows == [("kept", None), ("n1", ts)]
+
+
+def test_a_mart_without_cluster_comes_back_whole(settings, tmp_path: Path) -> None:
+    """The cloud bill (fct_cloud_cost_daily) has no cluster: Spark rebuilds it whole, and it is brought back whole,
+    whatever the window and the cluster of the run."""
+    lake = Path(settings.lake_root) / "marts" / "fct_bill_daily"
+    lake.mkdir(parents=True)
+    bill = duckdb.connect()
+    bill.execute("create table t as select * from (values (date '2026-02-01', 'Usage', 7.0), "
+                 "(date '2026-11-28', 'Tax', 1.0)) v(usage_date, charge_category, billed_cost)")
+    bill.execute(f"copy t to '{lake / 'part-0.parquet'}' (format parquet)")
+    contract = [("usage_date", "date"), ("charge_category", "varchar"), ("billed_cost", "double")]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"nodes": {"model.kubeledger.fct_bill_daily": {
+        "resource_type": "model", "fqn": ["kubeledger", "marts", "fct_bill_daily"], "name": "fct_bill_daily",
+        "alias": "fct_bill_daily", "columns": {n: {"name": n, "data_type": t} for n, t in contract}}}}))
+    with duckdb.connect(str(settings.warehouse_path)) as wh:
+        wh.execute("create schema marts")
+        wh.execute("create table marts.fct_bill_daily (usage_date date, charge_category varchar, billed_cost double)")
+        wh.execute("insert into marts.fct_bill_daily values (date '2025-01-01', 'Usage', 99)")  # restated away
+
+    assert load_marts(settings, manifest, datetime(2026, 11, 28), datetime(2026, 11, 29), cluster="a") == \
+        {"fct_bill_daily": 2}
+    with duckdb.connect(str(settings.warehouse_path), read_only=True) as wh:
+        assert wh.execute("select * from marts.fct_bill_daily order by usage_date").fetchall() == [
+            (date(2026, 2, 1), "Usage", 7.0), (date(2026, 11, 28), "Tax", 1.0)]

@@ -178,7 +178,9 @@ def test_kubeledger_recommendations(cur):
         "savingUsdPerMonth": 12.0, "savingKwhPerMonth": 3.0, "savingCo2eGPerMonth": 1500.0, "isEstimated": False,
         "estimationReasons": "", "evidence": {}, "stage": 1, "savingClass": "saving", "supersededBy": None,
         "dependsOn": None, "countedUsdPerMonth": 12.0, "countedKwhPerMonth": 3.0, "countedCo2eGPerMonth": 1500.0,
-        "riskFixUsdPerMonth": 0.0, "riskFixKwhPerMonth": 0.0, "riskFixCo2eGPerMonth": 0.0}
+        "riskFixUsdPerMonth": 0.0, "riskFixKwhPerMonth": 0.0, "riskFixCo2eGPerMonth": 0.0,
+        # the ledger (`kubeledger recommend --dismiss/--applied`): nothing decided, no outcome mart
+        "status": "open", "statusReason": None, "appliedDate": None, "outcome": None}
     assert rows[1]["evidence"] == {"typical_best_start_hour": 13}
     with pytest.raises(QueryError):
         ROUTES["/kubeledger/recommendations"].validate({"kind": "bogus"})

@@ -136,6 +136,11 @@ BAD_VALUES = [
     ("quality:\n  min_hour_coverage: 0\n", ["quality.min_hour_coverage", "above 0 up to 1"]),
     ("carbon:\n  timeout_s: 0\n", ["carbon.timeout_s", "above 0 up to 3600"]),
     ("boavizta:\n  timeout_s: 1.0e+9\n", ["boavizta.timeout_s", "above 0 up to 3600"]),
+    ("billing:\n  reread_days: 93\n", ["billing.reread_days", "whole number in 0..92"]),
+    ("billing:\n  reread_days: -1\n", ["billing.reread_days", "0..92"]),
+    ("billing:\n  focus_path: s3://bills/focus/\n", ["billing.focus_path", "s3://bills/focus/", "local folder"]),
+    ("billing:\n  focus_path: ' bills'\n", ["billing.focus_path", "without leading or trailing spaces"]),
+    ("billing:\n  focus_file: bills\n", ["billing.focus_file", "unknown key", "focus_path, reread_days"]),
     # removed: no model ever read it (METHOD B4 step 2 is not applied); an old file naming it is told so
     ("carbon:\n  carry_forward_hours: 0\n", ["carbon.carry_forward_hours", "unknown key"]),
     ("clusters:\n  - name: a\n    prometheus: {retries: 1000}\n", ["clusters[0].prometheus.retries", "0..20"]),

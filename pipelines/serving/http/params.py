@@ -43,6 +43,16 @@ def filter_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def legacy_filter(params: Mapping[str, str], fields: Mapping[str, str]) -> str:
+    """Kubecost's v1 filter parameters (`fields`: parameter -> v2 field) as v2 filter terms, ANDed with `filter`."""
+    filt = params.get("filter", "") or ""
+    terms = [f"{field}:{','.join(filter_quote(v) for v in param_list(params.get(p)))}"
+             for p, field in fields.items() if param_list(params.get(p))]
+    if terms:
+        filt = "+".join([f"({filt})"] * bool(filt.strip()) + terms)
+    return filt
+
+
 def tolerance_notes(params: Mapping[str, str], implemented: Iterable[str], ignored: Mapping[str, str],
                     only_if_true: Iterable[str] = ()) -> list[str]:
     """Warnings for accepted-but-ignored parameters (those in `only_if_true` only when true) and for unknown ones;

@@ -24,9 +24,12 @@ from pipelines.serving.query.filters import Condition, compile_filter, parse_fil
 from pipelines.serving.query.windows import answerable_days, parse_window
 
 MART = "fct_recommendation_daily"
+OUTCOMES_MART = "fct_recommendation_outcome_daily"
+# what was decided about a recommendation (`kubeledger recommend --dismiss/--applied`); NULL on older days = open
+STATUSES = ("open", "dismissed", "applied")
 MIB = 1024.0 * 1024.0
 KINDS = ("container_rightsizing", "abandoned_workload", "idle_namespace", "idle_node_pool", "unclaimed_volume",
-         "carbon_shift_time", "carbon_shift_zone")
+         "carbon_shift_time", "carbon_shift_zone", "off_peak_scale_down", "hpa_candidate")
 FILTER_FIELDS = {"cluster": "cluster", "namespace": "namespace", "controllerkind": "controllerkind",
                  "controllername": "controllername", "container": "container"}
 FILTER_ALLOWED = ('use field op "value" joined by + (and) or | (or); fields: cluster, namespace, controllerKind, '
@@ -37,7 +40,8 @@ COLUMNS = ("usage_date", "cluster", "recommendation_id", "kind", "namespace", "c
            "recommended_ram_request_bytes", "saving_usd_per_month", "saving_kwh_per_month",
            "saving_co2e_g_per_month", "is_estimated", "estimation_reasons", "stage", "saving_class", "superseded_by",
            "depends_on", "counted_usd_per_month", "counted_kwh_per_month", "counted_co2e_g_per_month",
-           "risk_fix_usd_per_month", "risk_fix_kwh_per_month", "risk_fix_co2e_g_per_month")
+           "risk_fix_usd_per_month", "risk_fix_kwh_per_month", "risk_fix_co2e_g_per_month", "status", "status_reason",
+           "applied_date")
 # the counted and risk-fix columns (int_recommendations_counted) under their API names
 COUNTED_FIELDS = {"countedUsdPerMonth": "counted_usd_per_month", "countedKwhPerMonth": "counted_kwh_per_month",
                   "countedCo2eGPerMonth": "counted_co2e_g_per_month", "riskFixUsdPerMonth": "risk_fix_usd_per_month",
@@ -154,6 +158,42 @@ def recommendation_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "stage": r.get("stage"), "savingClass": r.get("saving_class"), "supersededBy": r.get("superseded_by"),
         "dependsOn": r.get("depends_on"),
         **{name: as_float(r.get(col)) for name, col in COUNTED_FIELDS.items()},
+        # the ledger (`kubeledger recommend --dismiss/--applied`); the API shows it and never writes it
+        "status": r.get("status") or "open", "statusReason": r.get("status_reason"),
+        "appliedDate": _day(r.get("applied_date")),
+    }
+
+
+def _day(v: Any) -> Any:
+    return v.isoformat() if isinstance(v, date) else v
+
+
+def load_outcomes(cur: duckdb.DuckDBPyConnection, rows: list[Mapping[str, Any]],
+                  kinds: tuple[str, ...] = KINDS) -> list[dict[str, Any]]:
+    """The decisions recorded about recommendations of `kinds` (marts.fct_recommendation_outcome_daily) on the days
+    `rows` come from (each cluster's answered day), as outcome_row dicts; [] without the mart or rows."""
+    days = sorted({(r["cluster"], r["usage_date"]) for r in rows})
+    if not days or not has_mart(cur, OUTCOMES_MART):
+        return []
+    params = Params()
+    pairs = " OR ".join(f"(cluster = {params.bind(c)} AND usage_date = {params.bind(d)})" for c, d in days)
+    kind_list = ", ".join(params.bind(k) for k in kinds) or "NULL"
+    rel = cur.execute(f"SELECT * FROM marts.{OUTCOMES_MART} WHERE ({pairs}) AND kind IN ({kind_list}) "  # noqa: S608
+                      "ORDER BY cluster, status, recommendation_id", params.values)
+    names = [d[0] for d in rel.description]
+    return [outcome_row(dict(zip(names, r, strict=True))) for r in rel.fetchall()]
+
+
+def outcome_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """One recorded decision, camelCase: the estimate acted on beside the realised saving (applied ones)."""
+    return {
+        "date": _day(r["usage_date"]), "cluster": r["cluster"], "id": r["recommendation_id"], "kind": r["kind"],
+        "target": r["target"], "status": r["status"], "reason": r["reason"], "appliedDate": _day(r["applied_date"]),
+        "recordedAt": r["recorded_at"].isoformat() + "Z" if r.get("recorded_at") is not None else None,
+        "estimatedOn": _day(r["estimated_on"]),
+        **{f"{side}{name}PerMonth": as_float(r[f"{side}_{col}_per_month"])
+           for side in ("estimated", "realised") for name, col in (("Usd", "usd"), ("Kwh", "kwh"), ("Co2eG", "co2e_g"))},
+        "daysBefore": r["days_before"], "daysAfter": r["days_after"],
     }
 
 
@@ -161,15 +201,17 @@ def recommendation_totals(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The non-overlapping total of `rows`, the one figure the API, the CLI and the report print: the sum of the
     counted_* columns (each saving counted once, docs/METHOD.md "Counting savings once"), the risk fixes (cost
     increases) apart and never netted. Rows of days built before the counting (counted NULL) are left out and
-    counted in `uncounted`."""
+    counted in `uncounted`; dismissed rows (`kubeledger recommend --dismiss`) count 0 and are counted in
+    `dismissed`."""
     total: dict[str, Any] = {"recommendations": len(rows), "superseded": 0, "riskFixes": 0, "uncounted": 0,
-                             **dict.fromkeys(COUNTED_FIELDS, 0.0)}
+                             "dismissed": 0, **dict.fromkeys(COUNTED_FIELDS, 0.0)}
     for r in rows:
         if r.get("counted_usd_per_month") is None:
             total["uncounted"] += 1
             continue
         total["superseded"] += r.get("superseded_by") is not None
-        total["riskFixes"] += r.get("saving_class") == "risk_fix"
+        total["dismissed"] += r.get("status") == "dismissed"  # counted 0 by the mart (int_recommendations_counted)
+        total["riskFixes"] += r.get("saving_class") == "risk_fix" and r.get("status") != "dismissed"
         for name, col in COUNTED_FIELDS.items():
             total[name] += as_float(r[col]) or 0.0
     return total

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pipelines.serving.http.app import Route
 from pipelines.serving.routes.allocation import allocation_routes
 from pipelines.serving.routes.assets import asset_routes
+from pipelines.serving.routes.cloud_cost import cloud_cost_routes
 from pipelines.serving.routes.cluster_info import cluster_info_routes
 from pipelines.serving.routes.metrics import metrics_routes
 from pipelines.serving.routes.savings import savings_routes
@@ -22,6 +23,7 @@ def build_routes(settings: Settings) -> dict[str, Route]:
     routes.update(asset_routes(settings))  # /model/assets, /assets, /assets/carbon
     routes.update(summary_routes(settings))  # allocation summaries and topline
     routes.update(cluster_info_routes(settings))  # /clusterInfo, /model/clusterInfo
+    routes.update(cloud_cost_routes(settings))  # /model/cloudCost, /cloudCost (the FOCUS bill)
     routes.update(unserved_routes(settings))  # upstream endpoints kubeledger does not serve: a JSON 404 saying why
     routes.update(savings_routes(settings))  # /model/savings…, /kubeledger/recommendations (issue 16)
     routes.update(metrics_routes(settings))  # /metrics (Prometheus); metrics.attach_app adds API counters

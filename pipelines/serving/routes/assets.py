@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 
 from pipelines.serving.http.app import Reply, Route
-from pipelines.serving.http.params import filter_quote, param_int, param_list, tolerance_notes
+from pipelines.serving.http.params import legacy_filter, param_int, tolerance_notes
 from pipelines.serving.http.replies import ok, text
 from pipelines.serving.query.asset_query import AssetQuery
 from pipelines.serving.query.assets import answer_assets, assets_csv
@@ -33,15 +33,6 @@ IGNORED = {
 }
 
 
-def _legacy_filter(params: dict[str, str]) -> str:
-    filt = params.get("filter", "") or ""
-    terms = [f"{fld}:{','.join(filter_quote(v) for v in param_list(params.get(p)))}"
-             for p, fld in LEGACY_FILTERS.items() if param_list(params.get(p))]
-    if terms:
-        filt = "+".join([f"({filt})"] * bool(filt.strip()) + terms)
-    return filt
-
-
 def asset_query_from_params(params: dict[str, str], flavor: str) -> AssetQuery:
     """flavor: kubecost (/model/assets: sets per step), opencost (/assets: one accumulated set) or carbon."""
     notes = tolerance_notes(params, IMPLEMENTED, IGNORED, ("disableAdjustments",))
@@ -57,7 +48,7 @@ def asset_query_from_params(params: dict[str, str], flavor: str) -> AssetQuery:
     else:
         step = params.get("step")
     return AssetQuery(window=params.get("window", ""), aggregate=params.get("aggregate", "") or "",
-                      filter=_legacy_filter(params), step=step, accumulate=accumulate,
+                      filter=legacy_filter(params, LEGACY_FILTERS), step=step, accumulate=accumulate,
                       offset=param_int(params, "offset") or 0, limit=param_int(params, "limit"), format=fmt,
                       notes=tuple(notes))
 

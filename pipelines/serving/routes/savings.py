@@ -31,6 +31,7 @@ from pipelines.serving.query.recommendations import (
     MIB,
     Selection,
     as_float,
+    load_outcomes,
     load_recommendations,
     mebibytes,
     millicores,
@@ -179,11 +180,12 @@ def _our_selection(params: Mapping[str, str]) -> Selection:
                      sort_column=SORT_OURS[sort_by], limit=param_int(params, "limit"))
 
 
-def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def savings_summary(rows: list[dict[str, Any]], outcomes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Monthly savings per kind. Kubecost's names carry each kind's counted $ (what it adds to the total once the
     other kinds are counted: no overlap, no request increase); `kubeledger` has per kind the count, the standalone
-    net saving (increases included) and the counted and risk-fix figures, and `total`, the non-overlapping total
-    (recommendation_totals) that the CLI and the report print too."""
+    net saving (increases included) and the counted and risk-fix figures, `total`, the non-overlapping total
+    (recommendation_totals) that the CLI and the report print too, and `outcomes`, the recorded decisions of the
+    answered days (dismissed with their reason, applied with the realised saving beside the estimate)."""
     kinds: dict[str, dict[str, Any]] = {}
     for kind in KINDS:
         of_kind = [r for r in rows if r["kind"] == kind]
@@ -194,20 +196,28 @@ def savings_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {name: kinds[kind]["countedUsdPerMonth"] for kind, name in KUBECOST_SUMMARY.items()}
     days = sorted({(r["cluster"], r["usage_date"].isoformat()) for r in rows})
     out["kubeledger"] = {"days": [{"cluster": c, "date": d} for c, d in days], "kinds": kinds,
-                         "total": recommendation_totals(rows)}
+                         "total": recommendation_totals(rows), "outcomes": outcomes or []}
     return out
 
 
-def _selection_route(shape: Callable[[list[dict[str, Any]]], Any]) -> Route:
-    """A route answering `shape(recommendations)` for our selection parameters (window, filter, kind, sortBy,
-    limit)."""
+def recommendation_list(rows: list[dict[str, Any]], outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """/kubeledger/recommendations: each row, with its recorded outcome (or null)."""
+    by_id = {(o["cluster"], o["id"]): o for o in outcomes}
+    return [{**recommendation_row(r), "outcome": by_id.get((r["cluster"], r["recommendation_id"]))} for r in rows]
+
+
+def _selection_route(shape: Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]) -> Route:
+    """A route answering `shape(recommendations, outcomes)` for our selection parameters (window, filter, kind,
+    sortBy, limit); the outcomes are the recorded decisions of the answered days (read-only: they change through
+    `kubeledger recommend`, never through the API)."""
     def validate(params: dict[str, str]) -> None:
         _our_selection(params).validate()
 
     def run(cur: duckdb.DuckDBPyConnection, params: dict[str, str]) -> Reply:
-        rows, notes = load_recommendations(cur, _our_selection(params))
+        sel = _our_selection(params)
+        rows, notes = load_recommendations(cur, sel)
         notes = tolerance_notes(params, ("window", "filter", "kind", "sortBy", "limit"), {}) + notes
-        return ok(shape(rows), notes)
+        return ok(shape(rows, load_outcomes(cur, rows, sel.kinds)), notes)
 
     return Route(fn=run, validate=validate)
 
@@ -215,4 +225,4 @@ def _selection_route(shape: Callable[[list[dict[str, Any]]], Any]) -> Route:
 def savings_routes(settings: Settings) -> dict[str, Route]:
     return {"/model/savings/requestSizingV2": _request_sizing_route(settings),
             "/model/savings": _selection_route(savings_summary),
-            "/kubeledger/recommendations": _selection_route(lambda rows: [recommendation_row(r) for r in rows])}
+            "/kubeledger/recommendations": _selection_route(recommendation_list)}

@@ -8,12 +8,13 @@ from typing import Any
 from pipelines.serving.http.app import Reply, Route, error_reply
 from pipelines.settings import Settings
 
-_NO_BILLING = ("kubeledger computes costs from Kubernetes metrics and list prices (marts.fct_allocation_daily, "
-               "fct_asset_daily); it has no cloud billing integration, so there are no cloud costs to serve")
+_NO_BILLING = ("kubeledger answers the cloud bill at /model/cloudCost and /cloudCost (marts.fct_cloud_cost_daily); "
+               "the cloud cost views, status, rebuild and repair endpoints are not served")
 _NO_CUSTOM = ("kubeledger has no custom-cost plugins (OpenCost's plugin pipeline for Datadog, OpenAI, …); there are "
               "no custom costs to serve")
+# /cloudCost and /model/cloudCost answer from the FOCUS bill (routes/cloud_cost.py); its views are not served yet
 UNSERVED = {
-    "/cloudCost": _NO_BILLING, "/cloudCost/view/graph": _NO_BILLING, "/cloudCost/view/totals": _NO_BILLING,
+    "/cloudCost/view/graph": _NO_BILLING, "/cloudCost/view/totals": _NO_BILLING,
     "/cloudCost/view/table": _NO_BILLING, "/cloudCost/status": _NO_BILLING, "/cloudCost/rebuild": _NO_BILLING,
     "/cloudCost/repair": _NO_BILLING, "/customCost/total": _NO_CUSTOM, "/customCost/timeseries": _NO_CUSTOM,
     "/customCost/status": _NO_CUSTOM,

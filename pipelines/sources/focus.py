@@ -1,0 +1,280 @@
+"""FOCUS cloud bills (FinOps Open Cost and Usage Specification 1.0-1.2) → raw.focus_charges.
+
+`billing.focus_path` names a folder (its *.csv, *.csv.gz and *.parquet files, recursively), one file or a glob.
+DuckDB reads them (read_csv / read_parquet, union_by_name: files of different FOCUS versions and providers mix),
+every column as text, and this module types the FOCUS columns it knows into the raw table. A FOCUS column that no
+file has is NULL; provider-specific columns (`x_...`) are not kept.
+
+A daily run replaces the charge days [run start - `billing.reread_days`, run end) in one transaction: bills change
+for days after the charge period (late rows, restatements with ChargeClass = Correction), so each run re-reads
+the last days and the newest bill rows for them win. A day of the range without rows in the bill is emptied.
+
+A bill that cannot be used (no file, unreadable, a required column missing, a value that is not a number or a
+date, an unknown ChargeCategory) never fails the run: nothing is replaced, the last good load stays, and the
+source-health ledger gets one 'billing' problem saying what to fix.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipelines.settings import Settings
+from pipelines.warehouse.source_health import Problem
+
+TABLE = "focus_charges"
+CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
+BILL_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+REQUIRED = ("ChargePeriodStart", "ChargeCategory", "BilledCost")
+# raw column -> (FOCUS column names, first found wins; kind). Kinds: text, number, timestamp, tags.
+COLUMNS: dict[str, tuple[tuple[str, ...], str]] = {
+    "billing_period_start": (("BillingPeriodStart",), "timestamp"),
+    "billing_period_end": (("BillingPeriodEnd",), "timestamp"),
+    "charge_period_start": (("ChargePeriodStart",), "timestamp"),
+    "charge_period_end": (("ChargePeriodEnd",), "timestamp"),
+    "charge_category": (("ChargeCategory",), "text"),
+    "charge_class": (("ChargeClass",), "text"),
+    "charge_description": (("ChargeDescription",), "text"),
+    "charge_frequency": (("ChargeFrequency",), "text"),
+    "provider_name": (("ProviderName", "ServiceProviderName"), "text"),
+    "publisher_name": (("PublisherName",), "text"),
+    "invoice_issuer_name": (("InvoiceIssuerName", "InvoiceIssuer"), "text"),
+    "invoice_id": (("InvoiceId",), "text"),
+    "billing_account_id": (("BillingAccountId",), "text"),
+    "billing_account_name": (("BillingAccountName",), "text"),
+    "sub_account_id": (("SubAccountId",), "text"),
+    "sub_account_name": (("SubAccountName",), "text"),
+    "service_name": (("ServiceName",), "text"),
+    "service_category": (("ServiceCategory",), "text"),
+    "region_id": (("RegionId", "Region"), "text"),
+    "region_name": (("RegionName",), "text"),
+    "availability_zone": (("AvailabilityZone",), "text"),
+    "resource_id": (("ResourceId",), "text"),
+    "resource_name": (("ResourceName",), "text"),
+    "resource_type": (("ResourceType",), "text"),
+    "sku_id": (("SkuId",), "text"),
+    "pricing_category": (("PricingCategory",), "text"),
+    "pricing_quantity": (("PricingQuantity",), "number"),
+    "pricing_unit": (("PricingUnit",), "text"),
+    "consumed_quantity": (("ConsumedQuantity",), "number"),
+    "consumed_unit": (("ConsumedUnit",), "text"),
+    "billing_currency": (("BillingCurrency",), "text"),
+    "list_cost": (("ListCost",), "number"),
+    "billed_cost": (("BilledCost",), "number"),
+    "effective_cost": (("EffectiveCost",), "number"),
+    "contracted_cost": (("ContractedCost",), "number"),
+    "commitment_discount_id": (("CommitmentDiscountId",), "text"),
+    "commitment_discount_name": (("CommitmentDiscountName",), "text"),
+    "commitment_discount_category": (("CommitmentDiscountCategory",), "text"),
+    "commitment_discount_type": (("CommitmentDiscountType",), "text"),
+    "commitment_discount_status": (("CommitmentDiscountStatus",), "text"),
+    "commitment_discount_quantity": (("CommitmentDiscountQuantity",), "number"),
+    "tags": (("Tags",), "tags"),
+}
+_OFFSET = r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+
+
+class FocusBillError(ValueError):
+    """A bill that cannot be loaded; the message names the file or column and what is wrong."""
+
+
+def bill_files(settings: Settings) -> list[Path]:
+    """The bill files `billing.focus_path` names: a folder's CSV/Parquet files (recursively), a glob's, one file."""
+    raw = settings.billing.focus_path or ""
+    where = settings.resolve(raw)
+    if any(ch in raw for ch in "*?["):
+        files = [Path(p) for p in glob.glob(str(where), recursive=True)]
+    elif where.is_dir():
+        files = [p for p in where.rglob("*") if p.name.lower().endswith(BILL_SUFFIXES)]
+    elif where.exists():
+        files = [where]
+    else:
+        raise FocusBillError(f"{where}: not found")
+    files = sorted(p for p in files if p.is_file() and p.name.lower().endswith(BILL_SUFFIXES))
+    if not files:
+        raise FocusBillError(f"{where}: no {', '.join(BILL_SUFFIXES)} bill files there")
+    return files
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _parquet_as_text(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> str:
+    """The Parquet files as a relation of text columns, like the CSV files' (nested values as JSON text), so the two
+    union by name whatever types each file gives a column."""
+    con.execute("create or replace temp table _kl_focus_pq as select * from read_parquet($files, "
+                "union_by_name = true, filename = true)", {"files": parquet})
+    cols = []
+    for name, col_type, *_ in con.execute("describe _kl_focus_pq").fetchall():
+        nested = str(col_type).upper().startswith(("MAP", "STRUCT")) or str(col_type).endswith("]")
+        value = f"to_json({_quoted(name)})" if nested else _quoted(name)
+        cols.append(f"cast({value} as varchar) as {_quoted(name)}")
+    return f"select {', '.join(cols)} from _kl_focus_pq"  # noqa: S608 - names quoted from the files' schema
+
+
+def _read_files(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[tuple[str, str]]:
+    """Read every file into the temp table _kl_focus_read, every column as text (file names in `filename`); returns
+    its (column, type) pairs. The file lists are bound parameters."""
+    csv = [str(p) for p in files if not p.name.lower().endswith(".parquet")]
+    parquet = [str(p) for p in files if p.name.lower().endswith(".parquet")]
+    parts = []
+    if csv:
+        parts.append("select * from read_csv($csv, header = true, all_varchar = true, union_by_name = true, "
+                     "filename = true)")
+    if parquet:
+        parts.append(_parquet_as_text(con, parquet))
+    params = {"csv": csv} if csv else {}
+    con.execute("create or replace temp table _kl_focus_read as " + " union all by name ".join(parts), params)
+    return [(r[0], r[1]) for r in con.execute("describe _kl_focus_read").fetchall()]
+
+
+def _expr(column: str | None, kind: str) -> str:
+    """The typed SQL expression of one FOCUS column, read from text (NULL when no file has it). `column` comes from
+    the files' header but is only used when it equals a name of COLUMNS (matched case-insensitively), quoted."""
+    if column is None:
+        return {"number": "cast(null as double)", "timestamp": "cast(null as timestamp)"}.get(
+            kind, "cast(null as varchar)")
+    text = f"nullif(trim({_quoted(column)}), '')"
+    if kind == "number":
+        return f"try_cast({text} as double)"
+    if kind == "timestamp":  # an offset (Z, +05:00, Parquet's +00) is honoured; a naive value is UTC
+        return (f"case when regexp_matches({text}, '{_OFFSET}') "
+                f"then timezone('UTC', try_cast({text} as timestamptz)) else try_cast({text} as timestamp) end")
+    return text  # text and tags (JSON object text)
+
+
+def _select_sql(described: list[tuple[str, str]]) -> tuple[str, dict[str, list[str]]]:
+    """SELECT list (raw column order) over _kl_focus_read, and raw column -> the file columns it reads (a column
+    renamed between FOCUS versions reads every name the files have, the first non-NULL wins)."""
+    by_lower = {name.lower(): (name, col_type) for name, col_type in described}
+    missing = [c for c in REQUIRED if c.lower() not in by_lower]
+    if missing:
+        raise FocusBillError(f"required FOCUS column {missing[0]} is missing (the files have: "
+                             f"{', '.join(n for n, _ in described if n != 'filename')[:300]})")
+    exprs, found = [], {}
+    for raw, (names, kind) in COLUMNS.items():
+        hits = [by_lower[n.lower()] for n in names if n.lower() in by_lower]
+        if hits:
+            found[raw] = [name for name, _ in hits]
+        parts = [_expr(name, kind) for name, _ in hits] or [_expr(None, kind)]
+        exprs.append(f"{parts[0] if len(parts) == 1 else 'coalesce(' + ', '.join(parts) + ')'} as {raw}")
+    return ", ".join(exprs), found
+
+
+def _stage(con: duckdb.DuckDBPyConnection, files: list[Path]) -> dict[str, list[str]]:
+    """The typed rows of every file in the temp table _kl_focus_typed, checked; raises FocusBillError."""
+    select, found = _select_sql(_read_files(con, files))
+    con.execute(f"create or replace temp table _kl_focus_typed as select cast(charge_period_start as date) "  # noqa: S608
+                f"as charge_date, * from (select filename as source_file, {select} from _kl_focus_read)")
+    checks = (("ChargePeriodStart", "charge_period_start is null", "is not a date-time (e.g. 2026-02-01T00:00:00Z)"),
+              ("BilledCost", "billed_cost is null", "is not a number"),
+              ("ChargeCategory", "charge_category is null or charge_category not in (select unnest($cats))",
+               f"is not a FOCUS ChargeCategory ({', '.join(CHARGE_CATEGORIES)})"))
+    for column, bad, why in checks:
+        params = {"cats": list(CHARGE_CATEGORIES)} if "$cats" in bad else {}
+        row = con.execute(f"select count(*), min(source_file) from _kl_focus_typed where {bad}",  # noqa: S608
+                          params).fetchone()
+        if row and row[0]:
+            raise FocusBillError(f"{row[1]}: {row[0]} row(s) whose {column} {why}")
+    _check_values(con, found)
+    return found
+
+
+def _check_values(con: duckdb.DuckDBPyConnection, found: dict[str, list[str]]) -> None:
+    """A number or date-time column with text that does not read as one is an error, not a silent NULL."""
+    for raw, columns in found.items():
+        kind = COLUMNS[raw][1]
+        if kind not in ("number", "timestamp"):
+            continue
+        for column in columns:
+            _check_column(con, column, kind)
+
+
+def _check_column(con: duckdb.DuckDBPyConnection, column: str, kind: str) -> None:
+    typed, text = _expr(column, kind), _expr(column, "text")
+    row = con.execute(f"select count(*), min(filename), min({text}) from _kl_focus_read "  # noqa: S608
+                      f"where {text} is not null and ({typed}) is null").fetchone()
+    if row and row[0]:
+        what = "a number" if kind == "number" else "a date-time (e.g. 2026-02-01T00:00:00Z)"
+        raise FocusBillError(f"{row[1]}: {row[0]} row(s) whose {column} is not {what}, e.g. {row[2]!r:.60}")
+
+
+def _replace_days(con: duckdb.DuckDBPyConnection, first: date, end: date) -> tuple[int, int]:
+    """Replace raw.focus_charges' charge days [first, end) with the staged rows of those days, in one transaction.
+    Returns (rows written, days with rows)."""
+    con.execute("begin transaction")
+    try:
+        con.execute("delete from raw.focus_charges where charge_date >= ? and charge_date < ?", [first, end])
+        cols = ", ".join(["charge_date", "source_file", *COLUMNS])
+        con.execute(f"insert into raw.focus_charges ({cols}, _extracted_at) select {cols}, "  # noqa: S608
+                    "cast(timezone('UTC', now()) as timestamp) from _kl_focus_typed "
+                    "where charge_date >= ? and charge_date < ?", [first, end])
+        rows, days = con.execute("select count(*), count(distinct charge_date) from raw.focus_charges "
+                                 "where charge_date >= ? and charge_date < ?", [first, end]).fetchone()
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return int(rows), int(days)
+
+
+def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("drop table if exists _kl_focus_read")
+    con.execute("drop table if exists _kl_focus_typed")
+    con.execute("drop table if exists _kl_focus_pq")
+
+
+def load_focus_bills(settings: Settings, con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, Any]:
+    """Load the configured FOCUS bills' charge days [start - billing.reread_days, end) into raw.focus_charges.
+    Never raises for a bad bill: {"configured", "first_day", "end_day", "files", "rows", "days", "problems"}."""
+    first = start - timedelta(days=settings.billing.reread_days)
+    summary: dict[str, Any] = {"configured": bool(settings.billing.focus_path), "first_day": first.isoformat(),
+                               "end_day": end.isoformat(), "files": 0, "rows": 0, "days": 0, "problems": []}
+    if not summary["configured"]:
+        return summary
+    where = str(settings.resolve(settings.billing.focus_path or ""))
+    try:
+        files = bill_files(settings)
+        summary["files"] = len(files)
+        _stage(con, files)
+        summary["rows"], summary["days"] = _replace_days(con, first, end)
+    except (FocusBillError, duckdb.Error, OSError) as exc:
+        summary["problems"].append(_problem(con, where, exc, first, end))
+    finally:
+        _drop_temp(con)
+    return summary
+
+
+def describe_bills(settings: Settings) -> str:
+    """`kubeledger check-config`: read and check every configured bill file in an in-memory DuckDB (nothing is
+    written); raises FocusBillError or duckdb.Error saying what is wrong."""
+    files = bill_files(settings)
+    con = duckdb.connect()
+    try:
+        _stage(con, files)
+        rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "
+                                        "from _kl_focus_typed").fetchone()
+    finally:
+        con.close()
+    return f"{len(files)} bill file(s), {rows} rows, charge days {first}..{last}"
+
+
+def _problem(con: duckdb.DuckDBPyConnection, where: str, exc: Exception, first: date, end: date) -> Problem:
+    cause = re.sub(r"\s+", " ", str(exc)).strip()[:300]
+    try:
+        kept = con.execute("select count(*) from raw.focus_charges where charge_date >= ? and charge_date < ?",
+                           [first, end]).fetchone()[0]
+    except duckdb.Error:
+        kept = 0
+    instead = (f"the {kept} bill rows loaded before for {first}..{end - timedelta(days=1)} stay in use" if kept
+               else f"there are no bill rows for {first}..{end - timedelta(days=1)}")
+    message = f"the FOCUS bill at billing.focus_path could not be loaded ({cause}); {instead}"
+    hint = ("fix or replace the bill files (FOCUS 1.0-1.2 CSV or Parquet with ChargePeriodStart, ChargeCategory and "
+            "BilledCost), then re-run the day to load them")
+    return Problem("billing", "file", message, hint, [where])
