@@ -13,7 +13,7 @@ from typing import Any
 
 from pipelines.serving.query.aggregates import Params
 from pipelines.serving.query.errors import QueryError
-from pipelines.serving.query.filters import Condition, Group, Node, parse_filter
+from pipelines.serving.query.filters import Condition, Node, compile_tree, matching, parse_filter, string_test
 from pipelines.serving.query.windows import WindowQuery
 
 UNDEFINED = "__undefined__"  # OpenCost's key segment for an empty property
@@ -56,18 +56,11 @@ def parse_asset_filter(raw: str | None) -> Node | None:
     return parse_filter(raw, _asset_condition, FILTER_ALLOWED)
 
 
-def _test(op: str, expr: str, ref: str) -> str:
-    base = op.lstrip("!")
-    return {":": f"({expr} = {ref})", "~:": f"contains({expr}, {ref})", "<~:": f"starts_with({expr}, {ref})",
-            "~>:": f"ends_with({expr}, {ref})"}[base]
-
-
 def compile_asset_filter(node: Node | None, params: Params) -> str:
-    if node is None:
-        return "TRUE"
-    if isinstance(node, Group):
-        joiner = " AND " if node.op == "+" else " OR "
-        return "(" + joiner.join(compile_asset_filter(i, params) for i in node.items) + ")"
+    return compile_tree(node, lambda c: _asset_condition_sql(c, params))
+
+
+def _asset_condition_sql(node: Condition, params: Params) -> str:
     if node.field == "label":  # assets carry no labels in the marts: a label is always missing
         tests = ["FALSE" if node.key is None or v not in ("", UNDEFINED, "__unallocated__") else "TRUE"
                  for v in node.values]
@@ -79,9 +72,8 @@ def compile_asset_filter(node: Node | None, params: Params) -> str:
         tests = []
         for v in node.values:
             v = UNDEFINED if v in ("", "__unallocated__") else v
-            tests.append(_test(node.op, expr, params.bind(v.lower() if fold else v)))
-    any_of = "(" + " OR ".join(tests) + ")"
-    return f"(NOT coalesce({any_of}, FALSE))" if node.op.startswith("!") else f"coalesce({any_of}, FALSE)"
+            tests.append(string_test(node.op, expr, params.bind(v.lower() if fold else v)))
+    return matching(node.op, tests)
 
 
 def key_sql(aggregate: str, params: Params) -> str:

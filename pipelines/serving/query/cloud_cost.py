@@ -25,7 +25,7 @@ import duckdb
 
 from pipelines.serving.query.aggregates import UNALLOCATED, Params
 from pipelines.serving.query.errors import QueryError
-from pipelines.serving.query.filters import Condition, Group, Node, parse_filter
+from pipelines.serving.query.filters import Condition, Node, compile_tree, matching, parse_filter, string_test
 from pipelines.serving.query.windows import DaySpan, WindowQuery
 
 MART = "fct_cloud_cost_daily"
@@ -94,21 +94,14 @@ def _value_sql(field: str, key: str | None, params: Params) -> str:
     return f"coalesce(nullif(CAST({col} AS VARCHAR), ''), '{UNALLOCATED}')"
 
 
-def _test(op: str, expr: str, ref: str) -> str:
-    return {":": f"({expr} = {ref})", "~:": f"contains({expr}, {ref})", "<~:": f"starts_with({expr}, {ref})",
-            "~>:": f"ends_with({expr}, {ref})"}[op.lstrip("!")]
-
-
 def compile_cloud_filter(node: Node | None, params: Params) -> str:
     """A DuckDB predicate over the mart's columns (TRUE without a filter)."""
-    if node is None:
-        return "TRUE"
-    if isinstance(node, Group):
-        joiner = " AND " if node.op == "+" else " OR "
-        return "(" + joiner.join(compile_cloud_filter(i, params) for i in node.items) + ")"
+    return compile_tree(node, lambda c: _cloud_condition_sql(c, params))
+
+
+def _cloud_condition_sql(node: Condition, params: Params) -> str:
     expr = _value_sql(node.field, node.key, params)
-    any_of = "(" + " OR ".join(_test(node.op, expr, params.bind(v or UNALLOCATED)) for v in node.values) + ")"
-    return f"(NOT coalesce({any_of}, FALSE))" if node.op.startswith("!") else f"coalesce({any_of}, FALSE)"
+    return matching(node.op, [string_test(node.op, expr, params.bind(v or UNALLOCATED)) for v in node.values])
 
 
 def parse_aggregate(aggregate: str) -> list[tuple[str, str | None]]:

@@ -203,7 +203,8 @@ def parse_filter(raw: str | None, condition: ConditionFn | None = None, allowed:
     return node
 
 
-def _string_test(op: str, expr: str, ref: str) -> str:
+def string_test(op: str, expr: str, ref: str) -> str:
+    """One value's test of a condition's operator (negation aside: `matching` applies it)."""
     base = op.lstrip("!")
     if base == ":":
         return f"({expr} = {ref})"
@@ -214,8 +215,24 @@ def _string_test(op: str, expr: str, ref: str) -> str:
     return f"ends_with({expr}, {ref})"  # ~>:
 
 
+def matching(op: str, tests: list[str]) -> str:
+    """A condition from its values' tests: positive ops match any of the values, negated ops none of them."""
+    any_of = "(" + " OR ".join(tests) + ")"
+    return f"(NOT coalesce({any_of}, FALSE))" if op.startswith("!") else f"coalesce({any_of}, FALSE)"
+
+
+def compile_tree(node: Node | None, condition_sql: Callable[[Condition], str]) -> str:
+    """A parsed filter as one boolean expression: groups joined by AND (+) or OR (|), each condition by
+    `condition_sql`; TRUE when there is no filter."""
+    if node is None:
+        return "TRUE"
+    if isinstance(node, Condition):
+        return condition_sql(node)
+    joiner = " AND " if node.op == "+" else " OR "
+    return "(" + joiner.join(compile_tree(i, condition_sql) for i in node.items) + ")"
+
+
 def _compile_condition(c: Condition, params: Params) -> str:
-    negated = c.op.startswith("!")
     if c.field in ("label", "annotation") and c.key is None:
         tests = [f"({map_lookup_sql(c.field, v, params)} IS NOT NULL)" for v in c.values]
     elif c.field == "services":
@@ -226,7 +243,7 @@ def _compile_condition(c: Condition, params: Params) -> str:
                 tests.append(f"(len({lst}) = 0)")
             else:
                 ref = params.bind(v)
-                tests.append(f"(len(list_filter({lst}, lambda s: {_string_test(c.op, 's', ref)})) > 0)")
+                tests.append(f"(len(list_filter({lst}, lambda s: {string_test(c.op, 's', ref)})) > 0)")
     else:
         if c.field in ("label", "annotation"):
             assert c.key is not None
@@ -237,17 +254,10 @@ def _compile_condition(c: Condition, params: Params) -> str:
         fold = c.field == "controllerkind"  # stored lower-case; ACK writes DaemonSet
         if fold:
             expr = f"lower({expr})"
-        tests = [_string_test(c.op, expr, params.bind(v.lower() if fold else v)) for v in c.values]
-    any_of = "(" + " OR ".join(tests) + ")"
-    # Positive ops: any of the values; negated ops: none of them.
-    return f"(NOT coalesce({any_of}, FALSE))" if negated else f"coalesce({any_of}, FALSE)"
+        tests = [string_test(c.op, expr, params.bind(v.lower() if fold else v)) for v in c.values]
+    return matching(c.op, tests)
 
 
 def compile_filter(node: Node | None, params: Params) -> str:
     """A DuckDB boolean expression over fct_allocation_daily columns (TRUE when there is no filter)."""
-    if node is None:
-        return "TRUE"
-    if isinstance(node, Condition):
-        return _compile_condition(node, params)
-    joiner = " AND " if node.op == "+" else " OR "
-    return "(" + joiner.join(compile_filter(i, params) for i in node.items) + ")"
+    return compile_tree(node, lambda c: _compile_condition(c, params))
