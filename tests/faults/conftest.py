@@ -37,6 +37,8 @@ DAY: date = newest_day()  # yesterday: inside the providers' refresh window and 
 ZONES = {"BE", "FR", "US-MIDA-PJM"}  # the carbon zones of the 6-node demo cluster
 TIMEOUT_S = 2  # per request, in the faults' configs: a silent server costs seconds, not minutes
 PRICE_SHEET = "provider,region,instance_type,hourly_usd\naws,us-east-1,m5.large,0.0961\n"
+# a FOCUS bill the price-file cells break the same way (billing.focus_path): a FinOps Foundation sample file
+FOCUS_BILL = (Path(__file__).parents[1] / "fixtures" / "focus" / "aws_savings_plan_all_upfront_75pct.csv").read_text()
 
 
 @dataclass
@@ -78,6 +80,7 @@ carbon: {{provider: {carbon}, base_url: "{carbon_url}", token_env: FAULTS_EM_TOK
           time_budget_s: 60}}
 boavizta: {{url: "{sources.boavizta.url}", timeout_s: {TIMEOUT_S}, time_budget_s: 60}}
 pricing: {{instance_sheet: prices.csv}}
+billing: {{focus_path: bill.csv}}
 """
 
 
@@ -124,7 +127,7 @@ def warm_template(sources: Sources, tmp_path_factory: pytest.TempPathFactory) ->
     on every worker): the warm instance and seeds every test copies. Its warehouse is also the no-fault run the
     faulted runs are compared with."""
     return built_once(run_temp(tmp_path_factory), "faults-template", lambda wd: built_template(
-        wd, config_text(sources), materialize, {"prices.csv": PRICE_SHEET}))
+        wd, config_text(sources), materialize, {"prices.csv": PRICE_SHEET, "bill.csv": FOCUS_BILL}))
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The fault matrix for the enrichment sources, through the real job: `kubeledger materialize` with carbon
 intensity (Electricity Maps or Wattnet), the Boavizta API and the Kubernetes API behind fault-injecting proxies, and
-a price file broken in the same run for the modes a file can share (an HTML page, a wrong header, a cut-off file).
+a price file and a FOCUS bill broken in the same run for the modes a file can share (an HTML page, a wrong header, a
+cut-off file).
 
 Expected in every cell: the day publishes (exit 0, no traceback); one warning line per failing source names it,
 the failure and what to do; the ledger, `kubeledger status` and /healthz show the day with degraded sources; the
@@ -101,8 +102,9 @@ def test_enrichment_fault_publishes_the_day_flagged(cell: Cell, sources: Sources
     # where a refresh fails (a failed refresh keeps what was landed; the message says so)
     query_rw(workdir / "wh" / "kubeledger.duckdb", "delete from raw.boavizta_impacts; "
                                                      "delete from raw.carbon_intensity_hours")
-    if cell.price_file is not None:
+    if cell.price_file is not None:  # the price sheet and the cloud bill, both files, broken alike
         (workdir / "prices.csv").write_text(cell.price_file)
+        (workdir / "bill.csv").write_text(cell.price_file)
     _apply(sources, cell)
     proc = materialize(workdir)
     out = proc.stdout + proc.stderr
@@ -129,6 +131,10 @@ def test_enrichment_fault_publishes_the_day_flagged(cell: Cell, sources: Sources
         assert ledger["pricing"][:2] == ("degraded", "file"), ledger
         assert "last good load" in ledger["pricing"][2], ledger["pricing"]
         assert len([ln for ln in out.splitlines() if "pricing degraded:" in ln]) == 1
+        assert ledger["billing"][:2] == ("degraded", "file"), ledger
+        assert len([ln for ln in out.splitlines() if "billing degraded:" in ln]) == 1
+    else:
+        assert ledger["billing"][0] == "ok", ledger
 
     before = _node_rows(warm_template / "wh" / "kubeledger.duckdb")
     after = _node_rows(workdir / "wh" / "kubeledger.duckdb")
@@ -191,7 +197,7 @@ def test_no_fault_day_says_every_source_answered(warm_template: Path) -> None:
     """The warm template is the no-fault run: every source 'ok' in the ledger, /healthz 'ok'."""
     ledger = _ledger(warm_template)
     assert {s: v[0] for s, v in ledger.items()} == {"metrics": "ok", "kubernetes": "ok", "carbon": "ok",
-                                                    "boavizta": "ok", "pricing": "ok"}, ledger
+                                                    "boavizta": "ok", "pricing": "ok", "billing": "ok"}, ledger
     rows = query(warm_template / "wh" / "kubeledger.duckdb",
                  "select intensity_source, count(*) from marts.fct_node_energy_daily group by 1")
     assert dict(rows) == {"provider_hourly": 6}, rows
