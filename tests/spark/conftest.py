@@ -5,9 +5,6 @@
   The session is the product's (pipelines/engines/spark_session.py, the engine's settings), started before dbt,
   whose `method: session` then finds it: the tests run Spark as configured for users, not as the bare profile.
   The CLI runs of test_spark_kill.py are subprocesses with their own JVM (the SIGKILL needs a process to kill).
-- The session's backfilled Prometheus (tests/integration/conftest.py) for the Spark equivalence test's scenario day:
-  the same fixture, imported, not copied (tests/spark is not under tests/integration, whose conftest pytest loads
-  only for the tests below it).
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from pipelines.engines.spark_session import get_session, stop_session
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import CONFIG
 from tests.fixtures.spark_dbt import SparkDbt, require_spark
-from tests.integration.conftest import prometheus_scenario  # noqa: F401
 
 
 @pytest.fixture(scope="session")

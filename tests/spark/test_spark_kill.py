@@ -5,8 +5,11 @@
   either absent or already holds the rows the finished build holds;
 - `kubeledger demo` of the same day then recovers from the kill and gives the marts `engine: duckdb` gives for the
   same day (1e-9), and the rest of the product (serving copy, Parquet export) is built from them as usual; the
-  marts Spark wrote to the lake equal the DuckDB engine's row for row (tests/fixtures/spark_compare.py: the demo
-  day's parity check of the group, test_spark_equivalence.py checks the scenario day the same way).
+  marts Spark wrote to the lake equal the DuckDB engine's row for row (tests/fixtures/spark_compare.py). This is the
+  group's parity check of the two engines on a built day: the demo day has on-demand, spot and GPU nodes on two
+  providers and on-premises, load balancers and volumes; both engines' workdirs also set a user price sheet with a
+  spot column and shared namespaces with a monthly overhead, so the price sheet's and the sharing policy's SQL run
+  on Spark too. The same comparison at scale is `python -m bench --engine spark`.
 
 Each CLI run starts its own JVM (a subprocess is what the kill needs). The killed run is the workdir's first, so
 the parity is checked on a build that had to clean up after a kill, and the group builds the demo day on Spark
@@ -30,23 +33,29 @@ import pytest
 
 from scripts.compare_marts import main as compare_marts
 from tests.fixtures.pipeline_workdir import CONFIG, cli_args, cli_env, group_alive, run_cli
+from tests.fixtures.prom_fleet import SHARED_NAMESPACE, write_price_sheet
 from tests.fixtures.spark_compare import assert_lake_marts_equal
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 DAY = date(2026, 11, 28)
-SPARK_CONFIG = "engine: spark\n" + CONFIG
+# the policy both engines' workdirs set (tests/fixtures/prom_fleet.py's sheet: m5.large in us-east-1, a demo type)
+POLICY = ("pricing: {instance_sheet: prices.csv}\n"
+          f"sharing: {{shared_namespaces: [{SHARED_NAMESPACE}], monthly_overhead_usd: 120.0}}\n")
+DUCKDB_CONFIG = CONFIG + POLICY
+SPARK_CONFIG = "engine: spark\n" + DUCKDB_CONFIG
 RUN_TIMEOUT_S = 1800
 
 
 def _workdir(tmp_path_factory, name: str, config: str) -> Path:
     wd = tmp_path_factory.mktemp(name)
     (wd / "kubeledger.yaml").write_text(config)
+    write_price_sheet(wd / "prices.csv")
     return wd
 
 
 # left out of the row comparison: the energy-weighted intensity and PUE of idle rows whose energy is float residue
-# (ill-conditioned on either engine; compare.sh and test_spark_equivalence.py leave them out too), and the
+# (ill-conditioned on either engine; compare.sh and the before/after mart comparisons leave them out too), and the
 # recommendations' evidence JSON, compared below as JSON values (Spark and DuckDB print doubles differently)
 SKIPPED = "carbon_intensity_g_per_kwh,pue,evidence"
 
@@ -137,7 +146,7 @@ def spark_demo(tmp_path_factory) -> KilledThenRecovered:
 @pytest.fixture(scope="module")
 def duckdb_demo(tmp_path_factory) -> Path:
     """The same `kubeledger demo` of DAY on the DuckDB engine."""
-    wd = _workdir(tmp_path_factory, "duckdb-demo", CONFIG)
+    wd = _workdir(tmp_path_factory, "duckdb-demo", DUCKDB_CONFIG)
     run_cli(wd, "demo", "--date", DAY.isoformat(), timeout=RUN_TIMEOUT_S)
     return wd
 
