@@ -112,7 +112,7 @@ def render_table(rows: list[dict[str, Any]], raw: list[dict[str, Any]]) -> str:
         lines.append(f"{r['kind']:<22} {r['target'][:48]:<48} {r['savingClass'] or '':<8} {figures} "
                      f"{r['confidence']:<6} {r['action']}")
     t = recommendation_totals(raw)
-    lines.append(f"{len(rows)} recommendation(s); counted once (retire, rightsize, re-pack, shift): "
+    lines.append(f"{len(rows)} recommendation(s); counted once (retire, rightsize, re-pack, shift, spot): "
                  f"${t['countedUsdPerMonth']:.2f}, {t['countedKwhPerMonth']:.3f} kWh and "
                  f"{t['countedCo2eGPerMonth'] / 1000:.3f} kgCO2e saved per month")
     if t["riskFixes"]:

@@ -180,13 +180,14 @@ those headline figures, but none exceeds its quantity's.</p>
 <p class="notice" id="recommendations-missing">This warehouse has no recommendation mart (marts.{{ recommendation_mart }}) yet:
 build it with a kubeledger version that has recommendations to see what to change here.</p>
 {% elif not recommendations %}
-<p id="recommendations-none">No recommendations for {{ s }}{% if period.days > 1 %} to {{ e }}{% endif %}.</p>
+<p id="recommendations-none">No {% if recs.dismissed %}open {% endif %}recommendations for {{ s }}{% if period.days > 1 %} to {{ e }}{% endif %}.</p>
+{% if recs.dismissed or recs.applied %}<p class="muted" id="recommendation-decisions">{{ recs.dismissed }} dismissed, {{ recs.applied }} applied.</p>{% endif %}
 {% else %}
 {% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
 <p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
 counted once, in order: retire idle namespaces, abandoned workloads and unclaimed volumes, rightsize what remains
 (requests, then replicas off-peak; an HPA is their alternative, the larger counted),
-re-pack the node pools with what that frees, then shift in time or zone; a recommendation another one makes moot counts nothing ("in …").
+re-pack the node pools with what that frees, then shift in time or zone, and last price what remains of a stateless workload at spot (dollars only); a recommendation another one makes moot counts nothing ("in …").
 Risk fixes raise a request to stop throttling or OOM kills: a cost increase, shown apart and never subtracted.</p>
 <div class="cards" id="recommendation-total">
  <div class="card"><div class="label">Savings, counted once</div><div class="big">{{ num("recommendation_total_usd", t.countedUsdPerMonth, "usd", start=d, end=d2) }}</div>
@@ -217,6 +218,23 @@ Risk fixes raise a request to stop throttling or OOM kills: a cost increase, sho
 {% endfor %}</table>
 <p class="muted">CO2e per month is operational plus embodied: a smaller request saves the embodied share of the hardware it
 frees even where it saves no energy (CPU energy follows usage, not requests; memory energy follows what is held), so CO2e can show beside 0 kWh.</p>
+{% if recs.dismissed or recs.applied %}<p class="muted" id="recommendation-decisions">{{ recs.dismissed }} dismissed, {{ recs.applied }} applied
+(<code>kubeledger recommend --dismiss/--applied</code>); dismissed ones are not listed above and count nothing.</p>{% endif %}
+{% endif %}
+{% if recs and recs.outcomes %}
+<h3>Applied recommendations: estimated vs realised</h3>
+<table id="recommendation-outcomes"><tr><th>what</th><th>applied</th><th class="r">estimated (USD)</th><th class="r">realised (USD)</th>
+<th class="r">estimated CO2e</th><th class="r">realised CO2e</th><th class="r">days before / after</th></tr>
+{% for o in recs.outcomes %}
+{% set keys = {"recommendation": o.id, "start": o.date, "end": o.date} %}
+<tr><td>{{ o.kind }}<br><b>{{ o.cluster }}/{{ o.target }}</b></td><td>{{ o.appliedDate }}</td>
+<td class="r">{{ num("recommendation_outcome_estimated_usd", o.estimatedUsdPerMonth, "usd", **keys) }}</td>
+<td class="r">{{ num("recommendation_outcome_realised_usd", o.realisedUsdPerMonth, "usd", **keys) }}</td>
+<td class="r">{{ num("recommendation_outcome_estimated_co2e_g", o.estimatedCo2eGPerMonth, "co2e_g", **keys) }}</td>
+<td class="r">{{ num("recommendation_outcome_realised_co2e_g", o.realisedCo2eGPerMonth, "co2e_g", **keys) }}</td>
+<td class="r">{{ o.daysBefore }} / {{ o.daysAfter }}</td></tr>
+{% endfor %}</table>
+<p class="muted">Per month. Realised: the scope's cost and CO2e per day in the days before it was applied minus the days after (docs/METHOD.md "Dismiss and track"); empty until days after exist.</p>
 {% endif %}
 <p class="muted">kubeledger {{ version }}. Every figure on this page carries its value and keys in data-* attributes.</p>
 </body></html>

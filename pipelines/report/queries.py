@@ -177,10 +177,13 @@ def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:
 def recommendations(con: duckdb.DuckDBPyConnection, period: Period, limit: int = TOP_N) -> dict[str, Any]:
     """The recommendations as the API and `kubeledger recommend` read them (load_recommendations: each
     cluster's newest day in the period): the `limit` rows that add most to the total, the kinds, and the total
-    counted once with the risk fixes apart (recommendation_totals, the figure all three print)."""
+    counted once with the risk fixes apart (recommendation_totals, the figure all three print). Dismissed rows
+    (`kubeledger recommend --dismiss`) are left out of the rows and kinds, only counted beside applied ones; the
+    applied ones' outcomes (estimated vs realised, marts.fct_recommendation_outcome_daily) come along."""
     from pipelines.serving.query.recommendations import (
         KINDS,
         Selection,
+        load_outcomes,
         load_recommendations,
         recommendation_totals,
     )
@@ -190,9 +193,12 @@ def recommendations(con: duckdb.DuckDBPyConnection, period: Period, limit: int =
                     kinds=KINDS, sort_column="saving_usd_per_month", limit=None)
     rows, _notes = load_recommendations(con, sel)
     if not rows:
-        return {"rows": [], "kinds": [], "total": recommendation_totals([]), "first_day": None, "last_day": None}
+        return {"rows": [], "kinds": [], "total": recommendation_totals([]), "first_day": None, "last_day": None,
+                "dismissed": 0, "applied": 0, "outcomes": []}
+    # a dismissed row counts nothing (int_recommendations_counted): the total is the same with or without it
+    shown = [r for r in rows if r.get("status") != "dismissed"]
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
+    for r in shown:
         by_kind.setdefault(r["kind"], []).append(r)
     kinds = [{"kind": k, **recommendation_totals(rs)} for k, rs in by_kind.items()]
     kinds.sort(key=lambda k: (-k["countedUsdPerMonth"], -k["countedCo2eGPerMonth"], k["kind"]))
@@ -202,5 +208,8 @@ def recommendations(con: duckdb.DuckDBPyConnection, period: Period, limit: int =
                 -(r.get("risk_fix_usd_per_month") or 0.0), r["recommendation_id"])
 
     days = [r["usage_date"] for r in rows]
-    return {"rows": sorted(rows, key=weight)[:limit], "kinds": kinds, "total": recommendation_totals(rows),
-            "first_day": min(days), "last_day": max(days)}
+    return {"rows": sorted(shown, key=weight)[:limit], "kinds": kinds, "total": recommendation_totals(shown),
+            "first_day": min(days), "last_day": max(days),
+            "dismissed": sum(r.get("status") == "dismissed" for r in rows),
+            "applied": sum(r.get("status") == "applied" for r in rows),
+            "outcomes": [o for o in load_outcomes(con, rows) if o["status"] == "applied"]}

@@ -17,6 +17,13 @@ pydantic models accepting every object a real cluster (or an older apiserver) re
   csiVolumeHandle, phase
 - Service: type, selector{}, loadBalancerIngress[{ip, hostname}]
 - Namespace: phase; controllers (ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob): {}
+- PodDisruptionBudget (policy/v1): minAvailable, maxUnavailable (an int, or a "N%" string as the API gives it),
+  matchLabels{}, matchExpressions{index: {key, operator, values[]}} (null selector: matchLabels null, which
+  selects no pod; `{}` selects every pod of the namespace), disruptionsAllowed, expectedPods (status)
+
+Each snapshot also lands one `ListedKinds` row (name `listed-kinds`, spec {listed[], skipped[]}): which kinds the
+API answered for that hour, so an empty list (no PodDisruptionBudget) is told apart from a kind never listed (403,
+404): the spot_eligible recommendation flags `pdb_not_checked` in the second case.
 """
 
 from __future__ import annotations
@@ -65,7 +72,7 @@ _sleep: Callable[[float], None] = time.sleep  # tests replace it to assert Retry
 @dataclass(frozen=True)
 class _Kind:
     kind: str
-    api: str  # core | apps | batch
+    api: str  # core | apps | batch | policy
     method: str  # list method on the official API class
     path: str  # for messages and RBAC hints
 
@@ -90,7 +97,12 @@ KINDS: tuple[_Kind, ...] = (
     _Kind("DaemonSet", "apps", "list_daemon_set_for_all_namespaces", "/apis/apps/v1/daemonsets"),
     _Kind("Job", "batch", "list_job_for_all_namespaces", "/apis/batch/v1/jobs"),
     _Kind("CronJob", "batch", "list_cron_job_for_all_namespaces", "/apis/batch/v1/cronjobs"),
+    _Kind("PodDisruptionBudget", "policy", "list_pod_disruption_budget_for_all_namespaces",
+          "/apis/policy/v1/poddisruptionbudgets"),
 )
+# the marker row of each snapshot: which kinds were listed (module docstring)
+LISTED_KIND = "ListedKinds"
+LISTED_NAME = "listed-kinds"
 
 # --- quantities -----------------------------------------------------------------------------------------
 
@@ -261,6 +273,34 @@ def _spec_service(obj: dict[str, Any], warnings: list[str], where: str) -> dict[
     }
 
 
+def _int_or_percent(raw: Any) -> int | str | None:
+    """An IntOrString field as the API gives it: an int, or a percentage string kept as text ("50%")."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    text = str(raw).strip()
+    return int(text) if text.isdigit() else text
+
+
+def _spec_pdb(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    selector = spec.get("selector")
+    expressions = (selector or {}).get("matchExpressions") or []
+    return {
+        "minAvailable": _int_or_percent(spec.get("minAvailable")),
+        "maxUnavailable": _int_or_percent(spec.get("maxUnavailable")),
+        # an absent selector selects nothing (matchLabels null); `{}` selects the whole namespace
+        "matchLabels": None if selector is None else (selector.get("matchLabels") or {}),
+        # keyed by position: the models walk JSON object keys portably (macros unnest_json_keys), not arrays
+        "matchExpressions": {str(i): {"key": e.get("key"), "operator": e.get("operator"),
+                                      "values": list(e.get("values") or [])}
+                             for i, e in enumerate(expressions)},
+        "disruptionsAllowed": status.get("disruptionsAllowed"),
+        "expectedPods": status.get("expectedPods"),
+    }
+
+
 def _spec_namespace(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
     return {"phase": (obj.get("status") or {}).get("phase")}
 
@@ -272,6 +312,7 @@ _SPEC: dict[str, Callable[[dict[str, Any], list[str], str], dict[str, Any]]] = {
     "PersistentVolume": _spec_pv,
     "Service": _spec_service,
     "Namespace": _spec_namespace,
+    "PodDisruptionBudget": _spec_pdb,
 }
 
 
@@ -438,7 +479,8 @@ def extract_kubernetes_snapshot(
     hour_ts = hour_floor(hour)
     owns_client = api_client is None
     api = api_client or build_api_client(cluster)
-    apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api), "batch": client.BatchV1Api(api)}
+    apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api), "batch": client.BatchV1Api(api),
+            "policy": client.PolicyV1Api(api)}
     page_size = max(1, int(cluster.kubernetes.page_size))
     warnings: list[str] = []
     skipped: list[str] = []
@@ -472,6 +514,9 @@ def extract_kubernetes_snapshot(
             api.close()
     if len(skipped) == len(KINDS):
         raise SourceError(f"cluster {cluster.name}: every kind was refused; first: {warnings[0]}")
+    rows.append({"kind": LISTED_KIND, "namespace": None, "name": LISTED_NAME, "uid": f"kubeledger:{LISTED_NAME}",
+                 "labels": "{}", "annotations": "{}", "owner_kind": None, "owner_name": None, "owner_uid": None,
+                 "spec": _dumps({"listed": [k.kind for k in KINDS if k.kind not in skipped], "skipped": skipped})})
     frame = pd.DataFrame(rows, columns=COLUMNS[2:])
     frame.insert(0, "hour_ts", pd.Series([hour_ts] * len(frame), dtype="datetime64[us]"))
     frame.insert(0, "cluster", cluster.name)
@@ -485,7 +530,7 @@ def extract_kubernetes_snapshot(
             "requests": requests,
             "skipped_kinds": skipped,
             "warnings": warnings,
-            "objects": len(frame),
+            "objects": len(frame) - 1,  # API objects, without the ListedKinds row
             "seconds": round(time.monotonic() - started, 3),
         },
     )

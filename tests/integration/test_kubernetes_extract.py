@@ -18,7 +18,7 @@ from pipelines.sources.base import SourceError
 from pipelines.sources.kubernetes import extract_kubernetes_snapshot, parse_quantity
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
-from tests.fixtures.k8s_standin import K8sStandIn, uid_for
+from tests.fixtures.k8s_standin import K8sStandIn, default_cluster, pdb, uid_for
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,8 @@ def test_pages_with_limit_and_continue(standin: K8sStandIn) -> None:
     counts = result.batches["k8s_objects"]["kind"].value_counts().to_dict()
     assert counts == {"Pod": 12, "Namespace": 4, "Node": 3, "Service": 2, "PersistentVolumeClaim": 1,
                       "PersistentVolume": 1, "ReplicaSet": 1, "Deployment": 1, "StatefulSet": 1,
-                      "DaemonSet": 1, "Job": 1, "CronJob": 1}
+                      "DaemonSet": 1, "Job": 1, "CronJob": 1, "PodDisruptionBudget": 1, "ListedKinds": 1}
+    assert result.metadata["objects"] == 30  # API objects; the ListedKinds marker is not one
     assert result.partitions == [{"cluster": "eks-prod", "hour_ts": HOUR}]
     assert result.metadata["warnings"] == [] and result.metadata["skipped_kinds"] == []
 
@@ -184,9 +185,9 @@ def test_lands_in_raw_table(standin: K8sStandIn) -> None:
     result = extract_kubernetes_snapshot(_cluster(standin.url), HOUR)
     con = duckdb.connect()
     ensure_raw_schema(con)
-    assert replace_partitions(con, result.batches, result.partitions) == {"k8s_objects": 29}
+    assert replace_partitions(con, result.batches, result.partitions) == {"k8s_objects": 31}
     replace_partitions(con, result.batches, result.partitions)  # idempotent
-    assert con.execute("select count(*), count(distinct uid) from raw.k8s_objects").fetchone() == (29, 29)
+    assert con.execute("select count(*), count(distinct uid) from raw.k8s_objects").fetchone() == (31, 31)
 
 
 def test_forbidden_kind_degrades_with_warning(standin: K8sStandIn) -> None:
@@ -200,6 +201,46 @@ def test_forbidden_kind_degrades_with_warning(standin: K8sStandIn) -> None:
     assert 'cannot list resource "nodes"' in warning
     assert 'grant verb "list" on resource "nodes" in API group "" to the ClusterRole' in warning
     assert "get" not in warning.split("(grant", 1)[1]  # list is the only verb the extractor needs
+
+
+def test_pod_disruption_budgets_are_projected_and_listed_kinds_marked(standin: K8sStandIn) -> None:
+    standin.objects["/apis/policy/v1/poddisruptionbudgets"].append(pdb(
+        "api", "shop", None, max_unavailable=1, expected=3, healthy=3, allowed=1,
+        match_expressions=[{"key": "tier", "operator": "In", "values": ["api", "edge"]},
+                           {"key": "canary", "operator": "DoesNotExist"}]))
+    result = extract_kubernetes_snapshot(_cluster(standin.url), HOUR)
+    pdbs = _rows(result, "PodDisruptionBudget")
+    web, api = json.loads(pdbs.loc["web"].spec), json.loads(pdbs.loc["api"].spec)
+    assert web == {"minAvailable": "80%", "maxUnavailable": None, "matchLabels": {"app.kubernetes.io/name": "web"},
+                   "matchExpressions": {}, "disruptionsAllowed": 0, "expectedPods": 5}
+    assert (api["minAvailable"], api["maxUnavailable"], api["matchLabels"]) == (None, 1, {})
+    assert api["matchExpressions"] == {"0": {"key": "tier", "operator": "In", "values": ["api", "edge"]},
+                                       "1": {"key": "canary", "operator": "DoesNotExist", "values": []}}
+    assert pdbs.loc["web"].namespace == "shop"
+    listed = json.loads(_rows(result, "ListedKinds").loc["listed-kinds"].spec)
+    assert listed == {"listed": [k.kind for k in k8s.KINDS], "skipped": []}
+
+
+def test_no_pod_disruption_budget_is_an_empty_list_not_a_skip() -> None:
+    objects = default_cluster()
+    del objects["/apis/policy/v1/poddisruptionbudgets"]  # the stand-in answers an empty list, as an apiserver does
+    with K8sStandIn(objects) as s:
+        result = extract_kubernetes_snapshot(_cluster(s.url), HOUR)
+        (req,) = s.requests_for("/apis/policy/v1/poddisruptionbudgets")
+    assert req["status"] == 200
+    assert "PodDisruptionBudget" not in set(result.batches["k8s_objects"]["kind"])
+    assert result.metadata["skipped_kinds"] == []
+    assert "PodDisruptionBudget" in json.loads(_rows(result, "ListedKinds").iloc[0].spec)["listed"]
+
+
+def test_forbidden_pod_disruption_budgets_are_marked_skipped(standin: K8sStandIn) -> None:
+    standin.forbidden.add("/apis/policy/v1/poddisruptionbudgets")
+    result = extract_kubernetes_snapshot(_cluster(standin.url), HOUR)
+    assert result.metadata["skipped_kinds"] == ["PodDisruptionBudget"]
+    (warning,) = result.metadata["warnings"]
+    assert 'grant verb "list" on resource "poddisruptionbudgets" in API group "policy"' in warning
+    listed = json.loads(_rows(result, "ListedKinds").iloc[0].spec)
+    assert listed["skipped"] == ["PodDisruptionBudget"] and "PodDisruptionBudget" not in listed["listed"]
 
 
 def test_rbac_hint_names_the_resource_and_api_group_of_each_kind() -> None:

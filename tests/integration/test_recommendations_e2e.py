@@ -342,6 +342,7 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
         f = freed.get(r["target"], [0.0, 0.0, 0.0])
         counted[r["recommendation_id"]] = tuple(
             max(r[f"saving_{q}_per_month"] - f[i], 0.0) for i, q in enumerate(("usd", "kwh", "co2e_g")))
+    _spot_after_sizing(recs, counted, superseded, retired_by)
     shifts = recs[recs["kind"].isin(["carbon_shift_time", "carbon_shift_zone"])]
     for _key, group in shifts.groupby(controller, dropna=False):
         live = group[[retired_by(r) is None for _, r in group.iterrows()]]
@@ -356,6 +357,23 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
             else:
                 counted[rid] = (0.0, 0.0, max(r["saving_co2e_g_per_month"], 0.0))
     return counted, superseded
+
+
+def _spot_after_sizing(recs: pd.DataFrame, counted: dict[str, tuple[float, float, float]],
+                       superseded: dict[str, str], retired_by) -> None:
+    """Stage 5, cumulative: a spot_eligible row prices what stage 2 leaves of its workload's cost (its $ saving x
+    max(1 - the controller's counted sizing $ / the workload's monthly cost, 0)); a retired controller none."""
+    controller = ["namespace", "controller_kind", "controller"]
+    sizing = recs[recs["kind"].isin(["container_rightsizing", "off_peak_scale_down", "hpa_candidate"])]
+    for _, r in recs[recs["kind"] == "spot_eligible"].iterrows():
+        rid = r["recommendation_id"]
+        if retired_by(r):
+            counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+            continue
+        same = sizing[(sizing[controller] == r[controller]).all(axis=1)]["recommendation_id"]
+        sized = sum(counted[s][0] for s in same)
+        cost = json.loads(r["evidence"])["workload_cost_usd_per_month"]
+        counted[rid] = (max(r["saving_usd_per_month"], 0.0) * max(1 - sized / cost, 0.0), 0.0, 0.0)
 
 
 def _freed_on_pools(recs: pd.DataFrame, costs: pd.DataFrame,
@@ -411,6 +429,59 @@ def _hpa_alternatives(recs: pd.DataFrame, parts: pd.DataFrame, counted: dict[str
                 superseded[h["recommendation_id"]] = winner
 
 
+def test_spot_eligible_recomputed(workdir, recs):
+    """Each stateless Deployment with >= 2 replicas in every hour, no claim mounted and on-demand pods in its latest
+    hour gets a spot_eligible row worth its on-demand hours' cost x (1 - spot / on-demand): the demo has no spot
+    column in the sheet, so the provider's spotCPU / CPU and spotRAM / RAM ratios (flagged default_spot_price), and
+    no Kubernetes API (pdb_not_checked). Recomputed in pandas from the hourly history."""
+    con = duckdb.connect(str(workdir / "wh" / "kubeledger.duckdb"), read_only=True)
+    try:
+        window_start = datetime.combine(LAST - timedelta(days=6), time())
+        hours = con.execute(
+            "select h.namespace, h.controller_kind, h.controller, h.container, h.hour_ts, h.run_h, h.cpu_cost, "
+            "h.ram_cost, h.gpu_cost, h.mounts_volume, n.is_spot, n.provider "
+            "from intermediate.int_workload_hours_recorded h "
+            "left join intermediate.int_node_hours_recorded n on n.cluster = h.cluster and n.hour_ts = h.hour_ts "
+            "and n.node = h.node where h.hour_ts >= ? and h.usage_date <= ? "
+            "and h.controller_kind in ('Deployment', 'ReplicaSet')", [window_start, LAST]).df()
+        observed = con.execute("select count(distinct hour_ts) from intermediate.int_node_hours_recorded "
+                               "where hour_ts >= ? and usage_date <= ?", [window_start, LAST]).fetchone()[0]
+        prices = {r[0]: r[1:] for r in con.execute(
+            "select provider, spot_cpu_usd / cpu_usd, spot_ram_usd / ram_usd, spot_gpu_usd / gpu_usd "
+            "from intermediate.int_resource_prices_resolved").fetchall()}
+        sheet_spot = con.execute("select count(*) from intermediate.int_instance_prices_resolved "
+                                 "where spot_hourly_usd > 0").fetchone()[0]
+    finally:
+        con.close()
+    assert sheet_spot == 0  # the demo prices spot with the per-resource ratios only
+    want: dict[str, float] = {}
+    for (ns, kind, name), g in hours.groupby(["namespace", "controller_kind", "controller"]):
+        per_hour = g.groupby("hour_ts").agg(run_h=("run_h", "sum"), containers=("container", "nunique"),
+                                            on_demand=("is_spot", lambda s: (~s.fillna(False)).sum()))
+        replicas = (per_hour["run_h"] / per_hour["containers"]).round()
+        latest = per_hour.sort_index().iloc[-1]
+        if (replicas.min() < 2 or g["mounts_volume"].any() or latest["on_demand"] == 0
+                or (g["provider"] == "onprem").any()):
+            continue
+        od = g[~g["is_spot"].fillna(False)]
+        ratio = od["provider"].map(lambda p: prices.get(p, prices["default"]))
+        spot = sum(c * r[0] + m * r[1] + u * r[2] for c, m, u, r in
+                   zip(od["cpu_cost"], od["ram_cost"], od["gpu_cost"], ratio, strict=True))
+        saving = (od["cpu_cost"] + od["ram_cost"] + od["gpu_cost"]).sum() - spot
+        if saving > 0:
+            want[f"spot_eligible:demo/{ns}/{kind.lower()}/{name}"] = saving * 730 / observed
+    rows = {r["recommendation_id"]: r for r in recs if r["kind"] == "spot_eligible"}
+    assert want and set(rows) == set(want)
+    for rid, saving in want.items():
+        r = rows[rid]
+        assert r["saving_usd_per_month"] == pytest.approx(saving, rel=1e-9), rid
+        assert (r["saving_kwh_per_month"], r["saving_co2e_g_per_month"]) == (0, 0)
+        assert {"default_spot_price", "pdb_not_checked"} <= set(r["estimation_reasons"].split(","))
+        assert json.loads(r["evidence"])["pdb_checked"] is False
+    # the StatefulSet of the scenario (a claim mounted) is never a candidate
+    assert not any(r["controller_kind"] == "StatefulSet" for r in rows.values())
+
+
 def test_report_cli_and_api_print_one_total_counted_once(workdir, recs):
     """The non-overlapping total, recomputed independently, is the number the report, `kubeledger recommend`
     (table and JSON) and /model/savings print. The scenario has the overlaps that were double counted: the
@@ -443,7 +514,7 @@ def test_report_cli_and_api_print_one_total_counted_once(workdir, recs):
     table = subprocess.run(cli_args(workdir, "recommend"), cwd=workdir, env=cli_env(), capture_output=True,
                            text=True, timeout=120)
     assert table.returncode == 0, table.stderr
-    m = re.search(r"counted once \(retire, rightsize, re-pack, shift\): \$([\d.]+),", table.stdout)
+    m = re.search(r"counted once \(retire, rightsize, re-pack, shift, spot\): \$([\d.]+),", table.stdout)
     assert m and m.group(1) == f"{total:.2f}", table.stdout[-2000:]
     as_json = subprocess.run(cli_args(workdir, "recommend", "--format", "json"), cwd=workdir, env=cli_env(),
                              capture_output=True, text=True, timeout=120)

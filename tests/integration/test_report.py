@@ -40,11 +40,24 @@ RECOMMENDATIONS = [  # ... standalone saving, then stage, class, superseded_by, 
     (D2, "demo", "r3", "unclaimed_volume", "data", None, None, None, "pvc-1", "Delete the unclaimed volume pvc-1.",
      "high", 4.0, 0.0, 0.0, False, "", 1, "saving", None, None, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0),
 ]
+# ... then status, status_reason, applied_date: a dismissed row (the largest standalone saving, counted 0) that the
+# page must not list, and an applied one listed with its outcome (estimated vs realised)
+DECIDED = [
+    (D3, "demo", "r5", "spot_eligible", "checkout", "deployment", "search", None, "checkout/deployment/search",
+     "Run deployment search (3 stateless replicas) on spot nodes", "low", 90.0, 0.0, 0.0, True, "pdb_not_checked",
+     5, "saving", None, None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "dismissed", "needs a PDB first", None),
+    (D3, "demo", "r6", "unclaimed_volume", "data", None, None, None, "pvc-2", "Delete the unclaimed volume pvc-2.",
+     "high", 2.0, 0.0, 0.0, False, "", 1, "saving", None, None, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, "applied", None, D2),
+]
+OUTCOMES = [(D3, "demo", "r6", "unclaimed_volume", "pvc-2", "applied", None, D2, D2, 2.0, 0.0, 0.0, 1, 1, 1.5, 0.0, 0.0)]
 REC_COLUMNS = ("usage_date, cluster, recommendation_id, kind, namespace, controller_kind, controller, container, "
                "target, action, confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, "
                "is_estimated, estimation_reasons, stage, saving_class, superseded_by, depends_on, "
                "counted_usd_per_month, counted_kwh_per_month, counted_co2e_g_per_month, risk_fix_usd_per_month, "
                "risk_fix_kwh_per_month, risk_fix_co2e_g_per_month")
+OUTCOME_COLUMNS = ("usage_date, cluster, recommendation_id, kind, target, status, reason, applied_date, estimated_on, "
+                   "estimated_usd_per_month, estimated_kwh_per_month, estimated_co2e_g_per_month, days_before, "
+                   "days_after, realised_usd_per_month, realised_kwh_per_month, realised_co2e_g_per_month")
 
 
 def _chromium() -> str:
@@ -69,6 +82,11 @@ def add_recommendations(work: Path) -> Path:
     con.execute("delete from marts.fct_recommendation_daily")
     con.executemany(f"insert into marts.fct_recommendation_daily ({REC_COLUMNS}) "  # noqa: S608
                     f"values ({', '.join('?' * 26)})", RECOMMENDATIONS)
+    con.executemany(f"insert into marts.fct_recommendation_daily ({REC_COLUMNS}, status, status_reason, "  # noqa: S608
+                    f"applied_date) values ({', '.join('?' * 29)})", DECIDED)
+    con.execute("delete from marts.fct_recommendation_outcome_daily")
+    con.executemany(f"insert into marts.fct_recommendation_outcome_daily ({OUTCOME_COLUMNS}) "  # noqa: S608
+                    f"values ({', '.join('?' * 17)})", OUTCOMES)
     con.close()
     assert "fct_recommendation_daily" in publish.MART_TABLES
     publish.publish_serving_copy(wh / "kubeledger.duckdb", wh / "serving.duckdb")
@@ -228,7 +246,13 @@ def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
         expr, kind = (KIND_EXPR[m], a["data-kind"]) if m in KIND_EXPR else (TOTAL_EXPR[m], None)
         return con.execute(NEWEST + f"select {expr} from marts.fct_recommendation_daily r "  # noqa: S608
                            "join newest on newest.cluster = r.cluster and newest.d = r.usage_date "
-                           "where ? is null or kind = ?", [start, end, kind, kind]).fetchone()[0]
+                           "where (? is null or kind = ?) and coalesce(status, 'open') <> 'dismissed'",
+                           [start, end, kind, kind]).fetchone()[0]
+    if m.startswith("recommendation_outcome_"):
+        side, _, quantity = m.removeprefix("recommendation_outcome_").partition("_")
+        return con.execute(f"select {side}_{quantity}_per_month from marts.fct_recommendation_outcome_daily "  # noqa: S608
+                           "where recommendation_id = ? and usage_date = ?", [a["data-recommendation"], start]
+                           ).fetchone()[0]
     raise AssertionError(f"a number the test does not know how to check: {a}")
 
 
@@ -350,10 +374,18 @@ def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_pa
     assert loose == []
     # the recommendations of the period's newest day, largest counted saving first, the risk fix after them
     shown = [a["data-recommendation"] for a in page.numbers if a["data-metric"] == "recommendation_usd"]
-    assert shown == ["r2", "r1", "r4"]
+    assert shown == ["r2", "r1", "r6", "r4"]  # r5 is dismissed: not among the open ones, only counted
+    assert "r5" not in {a.get("data-recommendation") for a in page.numbers} and "checkout/deployment/search" not in html
+    assert re.search(r'id="recommendation-decisions">\s*1 dismissed, 1 applied', html)
+    outcome = {a["data-metric"]: float(a["data-value"]) for a in page.numbers
+               if a["data-metric"].startswith("recommendation_outcome_")}
+    assert "Applied recommendations: estimated vs realised" in html
+    assert outcome["recommendation_outcome_estimated_usd"] == 2.0
+    assert outcome["recommendation_outcome_realised_usd"] == 1.5
     total = {a["data-metric"]: float(a["data-value"]) for a in page.numbers
              if a["data-metric"].startswith("recommendation_total_")}
-    assert total["recommendation_total_usd"] == pytest.approx(48.5 + 12.5)  # the pool's overlap with r1 counted once
+    # the pool's overlap with r1 counted once; r6 (applied) counts, r5 (dismissed) not
+    assert total["recommendation_total_usd"] == pytest.approx(48.5 + 12.5 + 2.0)
     assert total["recommendation_total_risk_fix_usd"] == pytest.approx(3.0)  # apart, never netted
 
 

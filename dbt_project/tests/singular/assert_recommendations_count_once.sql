@@ -3,9 +3,10 @@
 -- days the build wrote. Returns the failing rows:
 --   * a negative counted or risk-fix amount;
 --   * a superseded or dismissed (`kubeledger recommend --dismiss`) row that still counts;
---   * a row neither superseded nor a node pool whose counted minus risk-fix amounts is not its standalone saving
---     (within the float tolerance): splitting by sign loses or invents nothing;
---   * a node pool counting more than its standalone saving.
+--   * a row neither superseded nor a node pool nor spot pricing whose counted minus risk-fix amounts is not its
+--     standalone saving (within the float tolerance): splitting by sign loses or invents nothing;
+--   * a node pool or a spot_eligible row (counted on what the earlier stages leave) counting more than its
+--     standalone saving.
 {%- set quantities = ['usd', 'kwh', 'co2e_g'] %}
 with recs as (
     select * from {{ ref('fct_recommendation_daily') }}
@@ -27,13 +28,15 @@ where status = 'dismissed' and (counted_{{ q }}_per_month <> 0 or risk_fix_{{ q 
 union all
 select usage_date, cluster, recommendation_id, 'parts do not add up to the saving ({{ q }})' as failure
 from recs
-where superseded_by is null and kind <> 'idle_node_pool' and coalesce(status, 'open') <> 'dismissed'
+where superseded_by is null and kind not in ('idle_node_pool', 'spot_eligible')
+    and coalesce(status, 'open') <> 'dismissed'
     and {{ floats_differ('counted_' ~ q ~ '_per_month - risk_fix_' ~ q ~ '_per_month',
                          'greatest(saving_' ~ q ~ '_per_month, 0) + least(saving_' ~ q ~ '_per_month, 0)'
                          ~ (' * case when kind = \'container_rightsizing\' then 1 else 0 end'), abs_tol=1e-9) }}
 union all
-select usage_date, cluster, recommendation_id, 'pool counts more than it saves ({{ q }})' as failure
+select usage_date, cluster, recommendation_id, 'pool or spot counts more than it saves ({{ q }})' as failure
 from recs
-where kind = 'idle_node_pool' and counted_{{ q }}_per_month > saving_{{ q }}_per_month + 1e-9
+where kind in ('idle_node_pool', 'spot_eligible')
+    and counted_{{ q }}_per_month > greatest(saving_{{ q }}_per_month, 0) + 1e-9
 {% if not loop.last %}union all{% endif %}
 {% endfor %}

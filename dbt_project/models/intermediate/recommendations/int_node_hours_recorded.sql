@@ -1,6 +1,7 @@
 -- grain: one row per (cluster, hour_ts, node), kept across builds (incremental by day)
 -- Node pool (instance type x availability zone), allocatable capacity, requests placed on the node, cost, the
--- energy model's fixed term (idle watts x vCPUs) and embodied rate, and the hour's carbon intensity of its zone.
+-- energy model's fixed term (idle watts x vCPUs) and embodied rate, and the hour's carbon intensity of its zone;
+-- provider, region and whether it is a spot node (int_workloads_spot_priced prices its on-demand hours at spot).
 -- Incremental by day (dbt_project.yml); the post-hook drops days older than history_days.
 {{ config(post_hook="{{ rec_history_prune() }}") }}
 
@@ -38,6 +39,9 @@ select
     enriched.instance_type,
     enriched.availability_zone,
     energy.carbon_zone,
+    enriched.provider,
+    enriched.region,
+    coalesce(enriched.is_spot, false) as is_spot,
     enriched.node_run_h,
     coalesce(enriched.cpu_allocatable_cores, enriched.vcpus) as cpu_allocatable_cores,
     coalesce(enriched.ram_allocatable_bytes, enriched.ram_capacity_bytes) as ram_allocatable_bytes,
