@@ -19,6 +19,9 @@
     default   value on row kinds that do not compute the column (else 0, NULL for text, time and max)
     api       field name in the allocation API answer and CSV (kubeledger's own fields; Kubecost's are
               pipelines/serving/query/allocation.py to_allocation)
+    follows   a reconciliation adjustment (issue 28): the cost column it adjusts; sharing moves it with that cost
+              (an idle row's share of idle CPU cost carries the same share of its CPU adjustment). The adjustments
+              are not part of total_cost (the list cost); the API adds them with reconcile=true, as Kubecost does.
 -#}
 {%- macro allocation_columns_yaml() -%}
 - {name: usage_date, type: date, group: window}
@@ -91,6 +94,12 @@
 - {name: is_estimated, type: boolean, group: flag, derived: true}
 - {name: estimation_reasons, type: varchar, group: flag}
 - {name: cost_ratio, type: double, group: ratio, derived: true}
+- {name: cpu_cost_adjustment, type: double, group: sum, follows: cpu_cost}
+- {name: ram_cost_adjustment, type: double, group: sum, follows: ram_cost}
+- {name: gpu_cost_adjustment, type: double, group: sum, follows: gpu_cost}
+- {name: pv_cost_adjustment, type: double, group: sum, follows: pv_cost}
+- {name: load_balancer_cost_adjustment, type: double, group: sum, follows: load_balancer_cost}
+- {name: reconciliation_status, type: varchar, group: property}
 - {name: intensity_weight, type: double, group: internal}
 - {name: pue_weight, type: double, group: internal}
 - {name: intensity_plain_avg, type: double, group: internal, default: "null"}

@@ -47,9 +47,10 @@
   Output: one row per (step_start, agg_key): step_start, step_end, agg_key, every column of fct_allocation_daily
   (usage_date = step day, window_* = step), sums of the additive columns, `shared_cost` received,
   `*_cost_idle` received (cpu_cost/ram_cost/gpu_cost stay pre-idle; total_cost includes the idle), energy and CO2e
-  shared with the same coefficients as cost, time-weighted averages and set-level efficiencies (A14), properties
-  kept only when equal on all member rows, is_estimated OR-ed and estimation_reasons unioned (including those of
-  the idle and shared rows a key received from). Keys `__idle__`/`__shared__` (pool with no recipient) may appear;
+  shared with the same coefficients as cost, the bill's adjustments (`follows` columns) with the cost they adjust,
+  time-weighted averages and set-level efficiencies (A14), properties kept only when equal on all member rows,
+  is_estimated OR-ed and estimation_reasons unioned (including those of the idle and shared rows a key received
+  from). Keys `__idle__`/`__shared__` (pool with no recipient) may appear;
   `__filtered__` never does. Conservation: with no filter, Σ total_cost = Σ input total_cost + overhead per step,
   Σ co2e_total_g = Σ input co2e_total_g (minus idle rows dropped by include_idle=false).
 
@@ -142,9 +143,18 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
 {%- set scope_expr = "coalesce(cluster, '')" if share_scope == 'cluster' else "''" -%}
 {#- energy, CO2e and the intensity/PUE weights travel with idle and shared cost by the same coefficients -#}
 {%- set energy_cols = (columns | selectattr('group', 'in', ['energy']) | map(attribute='name') | list) + ['_ci_e', '_pue_e'] -%}
-{#- an energy column's value on its own row (the weights are never NULL) -#}
+{#- the columns that travel with idle and shared cost: energy by the idle energy weight (e), and each reconciliation
+    adjustment (a column with `follows`, issue 28) with the cost it adjusts (c, m, g: a row receiving a share of the
+    idle CPU cost receives that share of the idle CPU adjustment) -#}
+{%- set travel = {} -%}
+{%- for c in energy_cols -%}{%- set _ = travel.update({c: 'e'}) -%}{%- endfor -%}
+{%- for c in columns if c.get('follows') -%}
+{%- set _ = travel.update({c.name: {'cpu_cost': 'c', 'ram_cost': 'm', 'gpu_cost': 'g'}.get(c.follows, 'e')}) -%}
+{%- endfor -%}
+{%- set travel_cols = travel.keys() | list -%}
+{#- a travelling column's value on its own row (the weights are never NULL) -#}
 {%- set own = {} -%}
-{%- for c in energy_cols -%}
+{%- for c in travel_cols -%}
 {%- set _ = own.update({c: c if c.startswith('_') else 'coalesce(' ~ c ~ ', 0)'}) -%}
 {%- endfor -%}
 {%- set recv_ov = {
@@ -181,9 +191,9 @@ CAST({{ ov.get(c, ('coalesce(' ~ c ~ ', 0)') if base else '0') }} AS DOUBLE) AS 
     'is_estimated': 'p_est',
     'estimation_reasons': "coalesce(p_reasons, '')",
 } -%}
-{%- for c in energy_cols -%}
+{%- for c in travel_cols -%}
 {%- set _ = recv_ov.update({c: own[c] ~ ' + _r' ~ c}) -%}
-{%- set _ = idle_ov.update({c: own[c] ~ ' * fe'}) -%}
+{%- set _ = idle_ov.update({c: own[c] ~ ' * f' ~ travel[c]}) -%}
 {%- set _ = coef_ov.update({c: 'p.p_' ~ c ~ ' * c.coef'}) -%}
 {%- set _ = pool_ov.update({c: 'p_' ~ c}) -%}
 {%- endfor -%}
@@ -265,7 +275,7 @@ _sa_idle_den AS {{ cte_materialized() }} (
 ),
 _sa_idle_amt AS {{ cte_materialized() }} (
     SELECT step_start, _ikey, sum(_c) AS ic, sum(_m) AS im, sum(_g) AS ig,
-        {%- for c in energy_cols %}
+        {%- for c in travel_cols %}
         sum(coalesce({{ c }}, 0)) AS i_{{ c }},
         {%- endfor %}
         bool_or(coalesce(is_estimated, FALSE)) AS i_est,
@@ -293,14 +303,15 @@ _sa_recv AS {{ cte_materialized() }} (
         CASE WHEN d.wc > 0 THEN coalesce(i.ic, 0) * w._wc / d.wc ELSE 0 END AS _rc,
         CASE WHEN d.wm > 0 THEN coalesce(i.im, 0) * w._wm / d.wm ELSE 0 END AS _rm,
         CASE WHEN d.wg > 0 THEN coalesce(i.ig, 0) * w._wg / d.wg ELSE 0 END AS _rg,
-        {%- for c in energy_cols %}
-        CASE WHEN d.we > 0 THEN coalesce(i.i_{{ c }}, 0) * w._we / d.we ELSE 0 END AS _r{{ c }},
+        {%- for c in travel_cols %}
+        CASE WHEN d.w{{ travel[c] }} > 0 THEN coalesce(i.i_{{ c }}, 0) * w._w{{ travel[c] }} / d.w{{ travel[c] }}
+             ELSE 0 END AS _r{{ c }},
         {%- endfor %}
         coalesce(i.i_est, FALSE) AND d.we > 0 AS _r_est,
         CASE WHEN d.we > 0 THEN i.i_reasons END AS _r_reasons
     {%- else %}
         0.0 AS _rc, 0.0 AS _rm, 0.0 AS _rg,
-        {%- for c in energy_cols %}
+        {%- for c in travel_cols %}
         0.0 AS _r{{ c }},
         {%- endfor %}
         FALSE AS _r_est, CAST(NULL AS STRING) AS _r_reasons
@@ -315,7 +326,7 @@ _sa_pool AS {{ cte_materialized() }} (
     -- coefficients (A12 3).
     SELECT s.step_start, s.step_end, s._scope,
         s.overhead_cost + coalesce(sum(coalesce(r.total_cost, 0) + r._rc + r._rm + r._rg), 0) AS p_cost,
-        {%- for c in energy_cols %}
+        {%- for c in travel_cols %}
         coalesce(sum(coalesce(r.{{ c }}, 0) + r._r{{ c }}), 0) AS p_{{ c }},
         {%- endfor %}
         coalesce(bool_or(coalesce(r.is_estimated, FALSE) OR r._r_est), FALSE) AS p_est,

@@ -51,6 +51,8 @@ def build_parser(settings: Settings) -> argparse.ArgumentParser:
     p.add_argument("--share-scope", default="all", choices=("all", "cluster"),
                    help="pool shared costs over the whole answer (all, as OpenCost) or within each cluster "
                         "(cluster, as marts.fct_allocation_shared_daily)")
+    p.add_argument("--reconcile", type=_bool, default=True,
+                   help="true: *CostAdjustment from the cloud bill, in totalCost (the API's default); false: list cost")
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
@@ -91,7 +93,7 @@ def run_allocation_cli(argv: list[str], settings: Settings) -> int:
             split_idle=a.split_idle, share_namespaces=tuple(x.strip() for x in a.share_namespaces.split(",") if x.strip()),
             share_labels=tuple(x.strip() for x in a.share_labels.split(",") if x.strip()),
             share_cost=a.share_cost, share_split=a.share_split, share_scope=a.share_scope, offset=a.offset, limit=a.limit,
-            format="csv" if a.format == "csv" else "json")
+            format="csv" if a.format == "csv" else "json", reconcile=a.reconcile)
         q.validate()
         answer = read_once(settings.serving_path, lambda con: answer_allocations(con, q))
     except (QueryError, ServingUnavailable) as exc:

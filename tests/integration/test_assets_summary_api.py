@@ -146,8 +146,8 @@ def test_bad_window_and_unknown_parameters(api: str) -> None:
     for route in ("/model/assets", "/assets", "/assets/carbon", "/allocation/summary"):
         status, body = get(api, route, window="last-tuesday")
         assert status == 400 and body["message"].startswith("window:"), body
-    body = ok(api, "/model/assets", window=ALL_DAYS, disableAdjustments="true", chartType="x")
-    assert "disableAdjustments" in body["warning"] and "chartType" in body["warning"]
+    body = ok(api, "/model/assets", window=ALL_DAYS, details="true", chartType="x")
+    assert "details" in body["warning"] and "chartType" in body["warning"]
     status, body = get(api, "/model/assets", window=ALL_DAYS, chartType="x", strict="true")
     assert status == 400 and body["message"].startswith("chartType:")
 

@@ -24,7 +24,8 @@ from tests.fixtures.pipeline_workdir import D1, D2, D3, published_workdir
 
 pytestmark = pytest.mark.integration
 
-CROSS_MART_TESTS = {"assert_allocation_reconciles_with_assets", "assert_pv_and_lb_reconcile"}
+CROSS_MART_TESTS = {"assert_allocation_reconciles_with_assets", "assert_pv_and_lb_reconcile",
+                    "assert_adjustments_reconcile"}
 
 
 def _dbt(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:

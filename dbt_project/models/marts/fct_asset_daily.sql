@@ -106,6 +106,42 @@ final as (
         case when price_source_min = price_source_max then price_source_min else 'mixed' end as price_source,
         is_estimated
     from unioned
+),
+
+reconciled as (
+    -- the bill (issue 28): nodes and volumes matched by resource id; the other kinds have no resource id
+    select
+        final.*,
+        coalesce(nodes.resource_key, volumes.resource_key) as resource_key,
+        coalesce(nodes.billed_cost, volumes.billed_cost) as billed_cost,
+        coalesce(nodes.cpu_cost_adjustment, 0.0) as cpu_cost_adjustment,
+        coalesce(nodes.ram_cost_adjustment, 0.0) as ram_cost_adjustment,
+        coalesce(nodes.gpu_cost_adjustment, 0.0) as gpu_cost_adjustment,
+        coalesce(volumes.pv_cost_adjustment, 0.0) as pv_cost_adjustment,
+        cast(0 as double) as load_balancer_cost_adjustment,
+        coalesce(nodes.reconciliation_status, volumes.reconciliation_status, 'no_resource_id')
+            as reconciliation_status
+    from final
+    left join {{ ref('int_nodes_reconciled_daily') }} as nodes
+        on final.asset_kind = 'node' and nodes.usage_date = final.usage_date and nodes.cluster = final.cluster
+        and nodes.node = final.asset_name
+    left join {{ ref('int_volumes_reconciled_daily') }} as volumes
+        on final.asset_kind = 'volume' and volumes.usage_date = final.usage_date
+        and volumes.cluster = final.cluster and volumes.pv = final.asset_name
 )
 
-select * from final
+select
+    usage_date, cluster, asset_kind, asset_name, provider,
+    instance_type, region, is_spot, hours, cpu_cost, ram_cost, gpu_cost, pv_cost, load_balancer_cost, overhead_cost,
+    total_cost, hourly_price_usd, price_source, is_estimated,
+    resource_key,
+    billed_cost,
+    cpu_cost_adjustment,
+    ram_cost_adjustment,
+    gpu_cost_adjustment,
+    pv_cost_adjustment,
+    load_balancer_cost_adjustment,
+    cpu_cost_adjustment + ram_cost_adjustment + gpu_cost_adjustment + pv_cost_adjustment
+    + load_balancer_cost_adjustment as cost_adjustment,
+    reconciliation_status
+from reconciled

@@ -39,6 +39,44 @@ daily as (
     group by
         charge_date, provider_name, billing_account_id, sub_account_id, service_name, charge_category, region_id,
         resource_id, tags
+),
+
+keyed as (
+    select
+        daily.*,
+        {{ resource_key('resource_id') }} as resource_key,
+        coalesce(daily.sub_account_id, daily.billing_account_id) as account_id
+    from daily
+),
+
+matched as (
+    -- the bill lines a cluster's node or volume was reconciled with (every day of marts.fct_asset_daily)
+    select usage_date, resource_key, min(cluster) as cluster
+    from {{ ref('fct_asset_daily') }}
+    where reconciliation_status = 'reconciled'
+    group by usage_date, resource_key
+),
+
+cluster_accounts as (
+    select distinct keyed.account_id
+    from keyed
+    join matched on matched.usage_date = keyed.usage_date and matched.resource_key = keyed.resource_key
 )
 
-select * from daily
+select
+    keyed.usage_date, keyed.provider_name, keyed.billing_account_id, keyed.sub_account_id, keyed.service_name,
+    keyed.charge_category, keyed.region_id, keyed.resource_id, keyed.tags, keyed.billing_account_name,
+    keyed.sub_account_name, keyed.invoice_issuer_name, keyed.service_category, keyed.resource_type,
+    keyed.billing_currency, keyed.list_cost, keyed.billed_cost, keyed.effective_cost, keyed.contracted_cost,
+    keyed.commitment_amortized_cost, keyed.commitment_unused_cost, keyed.commitment_purchase_billed_cost,
+    keyed.correction_billed_cost, keyed.charge_rows,
+    keyed.resource_key,
+    matched.cluster as matched_cluster,
+    case
+        when matched.cluster is not null then 'in_cluster'
+        when cluster_accounts.account_id is not null then 'out_of_cluster'
+        else 'other_account'
+    end as cluster_scope
+from keyed
+left join matched on matched.usage_date = keyed.usage_date and matched.resource_key = keyed.resource_key
+left join cluster_accounts on cluster_accounts.account_id = keyed.account_id

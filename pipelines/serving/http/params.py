@@ -23,6 +23,13 @@ def param_bool(params: Mapping[str, str], name: str, default: bool) -> bool:
     raise QueryError(name, v, "use true or false")
 
 
+def param_reconcile(params: Mapping[str, str]) -> bool:
+    """`reconcile` of the allocation and asset endpoints, default true as Kubecost's: costs adjusted to the cloud
+    bill where a node or volume was matched (README, API). Kubecost's `disableAdjustments=true` also asks for the
+    list cost; `reconcile` wins when both are given. A value other than true/false is a 400 naming its parameter."""
+    return param_bool(params, "reconcile", not param_bool(params, "disableAdjustments", False))
+
+
 def param_int(params: Mapping[str, str], name: str) -> int | None:
     v = params.get(name)
     if v is None or v == "":

@@ -104,6 +104,7 @@ class AllocationQuery(WindowQuery):
     aggregated_metadata: bool = False  # includeAggregatedMetadata
     proportional_asset_costs: bool = False  # includeProportionalAssetResourceCosts
     cost_metric: str = "cumulative"  # cumulative | hourly | daily | monthly
+    reconcile: bool = True  # *CostAdjustment from the marts (the cloud bill) and added into totalCost
 
     def validate(self) -> dict[str, Any]:
         if self._checked:
@@ -163,9 +164,19 @@ def _json_map(text: Any) -> Any:
         return None
 
 
-def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
-    """A macro output row → Kubecost/OpenCost Allocation (A17) plus energy/carbon and provenance."""
+# *CostAdjustment field -> the allocation column (macros/allocation_columns.sql, `follows`); networkCostAdjustment
+# stays 0: network cost is never matched to the bill
+ADJUSTMENTS = {"cpuCostAdjustment": "cpu_cost_adjustment", "gpuCostAdjustment": "gpu_cost_adjustment",
+               "ramCostAdjustment": "ram_cost_adjustment", "pvCostAdjustment": "pv_cost_adjustment",
+               "loadBalancerCostAdjustment": "load_balancer_cost_adjustment"}
+
+
+def to_allocation(r: dict[str, Any], reconcile: bool = True) -> dict[str, Any]:
+    """A macro output row → Kubecost/OpenCost Allocation (A17) plus energy/carbon and provenance. With `reconcile`
+    the *CostAdjustment fields carry the bill's adjustments and totalCost includes them, as Kubecost's does
+    (a resource's total is its cost + its adjustment); without, they are 0 and totalCost is the list cost."""
     hours = (r["minutes"] or 0) / 60.0
+    adjust = {field: (_num(r.get(col)) or 0.0) if reconcile else 0.0 for field, col in ADJUSTMENTS.items()}
 
     def per_hour(v: Any) -> float | None:
         return _num(v / hours) if v is not None and hours > 0 else 0.0
@@ -202,29 +213,32 @@ def to_allocation(r: dict[str, Any]) -> dict[str, Any]:
         "cpuCores": per_hour(r["cpu_core_hours"]), "cpuCoreRequestAverage": n(r["cpu_core_request_average"]),
         "cpuCoreUsageAverage": n(r["cpu_core_usage_average"]), "cpuCoreHours": n(r["cpu_core_hours"]),
         # Kubecost/OpenCost fold shared idle into the resource cost; *CostIdle says how much of it is idle.
-        "cpuCost": n(r["cpu_cost"] + r["cpu_cost_idle"]), "cpuCostAdjustment": 0.0,
+        "cpuCost": n(r["cpu_cost"] + r["cpu_cost_idle"]), "cpuCostAdjustment": adjust["cpuCostAdjustment"],
         "cpuCostIdle": n(r["cpu_cost_idle"]), "cpuEfficiency": n(r["cpu_efficiency"]),
         "gpuCount": per_hour(r["gpu_hours"]), "gpuRequestAverage": n(r["gpu_request_average"]),
         "gpuUsageAverage": n(r["gpu_usage_average"]), "gpuHours": n(r["gpu_hours"]),
-        "gpuCost": n(r["gpu_cost"] + r["gpu_cost_idle"]), "gpuCostAdjustment": 0.0,
+        "gpuCost": n(r["gpu_cost"] + r["gpu_cost_idle"]), "gpuCostAdjustment": adjust["gpuCostAdjustment"],
         "gpuCostIdle": n(r["gpu_cost_idle"]), "gpuEfficiency": n(r["gpu_efficiency"]),
         "networkTransferBytes": n(r["network_transfer_bytes"]), "networkReceiveBytes": n(r["network_receive_bytes"]),
         "networkCost": n(r["network_cost"]), "networkCrossZoneCost": n(r["network_cross_zone_cost"]),
         "networkCrossRegionCost": n(r["network_cross_region_cost"]),
         "networkInternetCost": n(r["network_internet_cost"]), "networkCostAdjustment": 0.0,
-        "loadBalancerCost": n(r["load_balancer_cost"]), "loadBalancerCostAdjustment": 0.0,
+        "loadBalancerCost": n(r["load_balancer_cost"]),
+        "loadBalancerCostAdjustment": adjust["loadBalancerCostAdjustment"],
         "pvBytes": per_hour(r["pv_byte_hours"]), "pvByteHours": n(r["pv_byte_hours"]), "pvCost": n(r["pv_cost"]),
-        "pvs": None, "pvCostAdjustment": 0.0,
+        "pvs": None, "pvCostAdjustment": adjust["pvCostAdjustment"],
         "ramBytes": per_hour(r["ram_byte_hours"]), "ramByteRequestAverage": n(r["ram_byte_request_average"]),
         "ramByteUsageAverage": n(r["ram_byte_usage_average"]), "ramByteHours": n(r["ram_byte_hours"]),
-        "ramCost": n(r["ram_cost"] + r["ram_cost_idle"]), "ramCostAdjustment": 0.0,
+        "ramCost": n(r["ram_cost"] + r["ram_cost_idle"]), "ramCostAdjustment": adjust["ramCostAdjustment"],
         "ramCostIdle": n(r["ram_cost_idle"]), "ramEfficiency": n(r["ram_efficiency"]),
-        "externalCost": n(r["external_cost"]), "sharedCost": n(r["shared_cost"]), "totalCost": n(r["total_cost"]),
+        "externalCost": n(r["external_cost"]), "sharedCost": n(r["shared_cost"]),
+        "totalCost": n(r["total_cost"] + sum(adjust.values())),
         "totalEfficiency": n(r["total_efficiency"]), "rawAllocationOnly": raw_only,
         "costRatio": n(r["cost_ratio"]),
         # kubeledger's own fields (energy, carbon): the `api` names of macros/allocation_columns.sql
         **{field: n(r[col]) for field, col in api_fields()},
         "isEstimated": bool(r["is_estimated"]), "estimationReasons": reasons,
+        "reconciliationStatus": r.get("reconciliation_status") if reconcile else None,
     }
 
 
@@ -322,7 +336,7 @@ def answer_allocations(con: duckdb.DuckDBPyConnection, q: AllocationQuery, rollu
     by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
     for row in cur.fetchall():
         r = dict(zip(cols, row, strict=True))
-        by_step.setdefault(r["step_start"], {})[r["agg_key"]] = to_allocation(r)
+        by_step.setdefault(r["step_start"], {})[r["agg_key"]] = to_allocation(r, q.reconcile)
     if q.include_shared_cost_breakdown:
         _add_breakdown(con, q, relation, values, steps, by_step)
     if q.aggregated_metadata:

@@ -16,7 +16,8 @@ import duckdb
 
 COST_FIELDS = ("cpuCost", "cpuCostIdle", "gpuCost", "gpuCostIdle", "ramCost", "ramCostIdle", "pvCost",
                "networkCost", "networkCrossZoneCost", "networkCrossRegionCost", "networkInternetCost",
-               "loadBalancerCost", "externalCost", "sharedCost", "totalCost")
+               "loadBalancerCost", "externalCost", "sharedCost", "totalCost", "cpuCostAdjustment",
+               "gpuCostAdjustment", "ramCostAdjustment", "pvCostAdjustment", "loadBalancerCostAdjustment")
 METRIC_HOURS = {"hourly": 1.0, "daily": 24.0, "monthly": 730.0}
 
 

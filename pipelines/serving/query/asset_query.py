@@ -99,6 +99,8 @@ class AssetQuery(WindowQuery):
     """Every parameter of an asset query (routes/assets.py maps the endpoints' parameters onto it); `validate()`
     raises QueryError naming the bad one."""
 
+    reconcile: bool = True  # the bill's adjustment (marts.fct_asset_daily cost_adjustment) in adjustment/totalCost
+
     def validate(self) -> dict[str, Any]:
         if self._checked:
             return self._checked

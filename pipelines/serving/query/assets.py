@@ -14,14 +14,14 @@ from typing import Any
 import duckdb
 
 from pipelines.serving.query.asset_query import AssetQuery
-from pipelines.serving.query.coverage import has_mart, mart_coverage_notes, require_mart
+from pipelines.serving.query.coverage import has_column, has_mart, mart_coverage_notes, require_mart
 from pipelines.serving.query.csvout import write_csv
 from pipelines.serving.query.windows import DaySpan
 
 TYPES = {"node": ("Node", "Compute"), "volume": ("Disk", "Storage"), "load_balancer": ("LoadBalancer", "Network"),
          "overhead": ("ClusterManagement", "Management")}
 _COST_SUMS = ("hours", "cpu_cost", "ram_cost", "gpu_cost", "pv_cost", "load_balancer_cost", "overhead_cost",
-              "total_cost", "cpu_core_hours", "energy_kwh", "co2e_operational_g", "co2e_embodied_g", "co2e_total_g")
+              "total_cost", "cost_adjustment", "cpu_core_hours", "energy_kwh", "co2e_operational_g", "co2e_embodied_g", "co2e_total_g")
 _PROPS = ("category", "prov", "account", "project", "service", "cluster", "asset_name", "provider_id",
           "instance_type", "region")
 _ZERO_BREAKDOWN = {"idle": 0.0, "other": 0.0, "system": 0.0, "user": 0.0}
@@ -32,8 +32,12 @@ def _case(column: str, index: int) -> str:
     return f"CASE {column} {whens} ELSE 'Asset' END"
 
 
-def _sql(con: duckdb.DuckDBPyConnection, key_sql: str, filter_sql: str, only_type: str | None) -> str:
-    """SQL text from allow-listed identifiers and the query's compiled key/filter; values are $-parameters."""
+def _sql(con: duckdb.DuckDBPyConnection, key_sql: str, filter_sql: str, only_type: str | None,
+         reconcile: bool = True) -> str:
+    """SQL text from allow-listed identifiers and the query's compiled key/filter; values are $-parameters.
+    `reconcile`: each asset's adjustment to the bill (0 with reconcile=false, or in a snapshot without it)."""
+    adjustment = ("coalesce(a.cost_adjustment, 0)" if reconcile and has_column(con, "fct_asset_daily", "cost_adjustment")
+                  else "CAST(0 AS DOUBLE)")
     if has_mart(con, "fct_allocation_daily"):
         ids = ("SELECT cluster, node, max(provider_id) AS provider_id FROM marts.fct_allocation_daily "
                "WHERE usage_date >= $win_s AND usage_date < $win_e AND node IS NOT NULL "
@@ -63,7 +67,7 @@ def _sql(con: duckdb.DuckDBPyConnection, key_sql: str, filter_sql: str, only_typ
     r AS (
         SELECT a.usage_date, a.cluster, a.asset_kind, a.asset_name, a.instance_type, a.region, a.is_spot, a.hours,
                a.cpu_cost, a.ram_cost, a.gpu_cost, a.pv_cost, a.load_balancer_cost, a.overhead_cost, a.total_cost,
-               a.hourly_price_usd, a.price_source, a.is_estimated,
+               a.hourly_price_usd, a.price_source, a.is_estimated, {adjustment} AS cost_adjustment,
                {_case('a.asset_kind', 0)} AS asset_type, {_case('a.asset_kind', 1)} AS category,
                coalesce(a.provider, cp.cp_provider) AS prov, CAST(NULL AS VARCHAR) AS account,
                CAST(NULL AS VARCHAR) AS project, 'Kubernetes' AS service,
@@ -127,7 +131,9 @@ def to_asset(r: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"type": kind, "properties": props, "labels": {},
                            "window": {"start": _iso(r["step_start"]), "end": _iso(r["step_end"])},
                            "start": _iso(start), "end": _iso(end), "minutes": minutes}
-    total = _f(r["total_cost"])
+    # Kubecost: an asset's totalCost includes its adjustment to the bill (0 unless reconciled)
+    adjustment = _f(r["cost_adjustment"])
+    total = _f(r["total_cost"]) + adjustment
     if kind == "Node":
         out.update(nodeType=r["instance_type"] or "",
                    cpuCores=_f(r["cpu_core_hours"]) / hours if hours else 0.0, ramBytes=0.0,
@@ -135,18 +141,18 @@ def to_asset(r: dict[str, Any]) -> dict[str, Any]:
                    cpuBreakdown=dict(_ZERO_BREAKDOWN), ramBreakdown=dict(_ZERO_BREAKDOWN),
                    preemptible=_f(r["spot_hours"]) / _f(r["hours"]) if _f(r["hours"]) else 0.0, discount=0.0,
                    cpuCost=_f(r["cpu_cost"]), gpuCost=_f(r["gpu_cost"]), gpuCount=0.0, ramCost=_f(r["ram_cost"]),
-                   adjustment=0.0, totalCost=total, region=r["region"],
+                   adjustment=adjustment, totalCost=total, region=r["region"],
                    energyKwh=r["energy_kwh"], co2eTotalG=r["co2e_total_g"])
     elif kind == "Disk":
         out.update(byteHours=0.0, bytes=0.0, byteHoursUsed=None, byteUsageMax=None,
-                   breakdown=dict(_ZERO_BREAKDOWN), adjustment=0.0, totalCost=total, storageClass="",
+                   breakdown=dict(_ZERO_BREAKDOWN), adjustment=adjustment, totalCost=total, storageClass="",
                    volumeName=r["asset_name"] or "", claimName="", claimNamespace="")
     elif kind == "LoadBalancer":
-        out.update(adjustment=0.0, totalCost=total, private=False, ip="")
+        out.update(adjustment=adjustment, totalCost=total, private=False, ip="")
     elif kind == "ClusterManagement":
         out.update(totalCost=total)
     else:  # several types under one key (OpenCost's Any asset): the cost by kind, so the total can be read
-        out.update(adjustment=0.0, totalCost=total, cpuCost=_f(r["cpu_cost"]), ramCost=_f(r["ram_cost"]),
+        out.update(adjustment=adjustment, totalCost=total, cpuCost=_f(r["cpu_cost"]), ramCost=_f(r["ram_cost"]),
                    gpuCost=_f(r["gpu_cost"]), diskCost=_f(r["pv_cost"]),
                    loadBalancerCost=_f(r["load_balancer_cost"]), managementCost=_f(r["overhead_cost"]))
     out.update(assetHours=_f(r["hours"]), assets=r["n_assets"], priceSource=r["price_source"],
@@ -184,7 +190,7 @@ def answer_assets(con: duckdb.DuckDBPyConnection, q: AssetQuery, carbon: bool = 
     values = dict(c["params"].values)
     values.update(win_s=span.start.date(), win_e=span.end.date(), steps_s=[s for s, _ in steps],
                   steps_e=[e for _, e in steps])
-    cur = con.execute(_sql(con, c["key_sql"], c["filter_sql"], "Node" if carbon else None), values)
+    cur = con.execute(_sql(con, c["key_sql"], c["filter_sql"], "Node" if carbon else None, q.reconcile), values)
     cols = [d[0] for d in cur.description]
     by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
     for row in cur.fetchall():

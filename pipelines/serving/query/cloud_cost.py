@@ -10,7 +10,9 @@ and labels (Tags). The five cost metrics come from the FOCUS columns (docs/API.m
     amortizedNetCost  EffectiveCost     (commitments amortised over the usage they cover, credits included)
     amortizedCost     EffectiveCost of every category but Credit
 
-kubernetesPercent is 0 until the bill is reconciled with the clusters' assets. Every value is a bound parameter;
+kubernetesPercent is the part of each metric on bill lines a cluster's node or volume was reconciled with
+(fct_cloud_cost_daily.cluster_scope in_cluster; the rest of the clusters' accounts is out_of_cluster). Every value is
+a bound parameter;
 field names come from allow-lists; label keys are checked and bound as JSON paths.
 """
 
@@ -24,6 +26,7 @@ from typing import Any
 import duckdb
 
 from pipelines.serving.query.aggregates import UNALLOCATED, Params
+from pipelines.serving.query.coverage import has_column
 from pipelines.serving.query.errors import QueryError
 from pipelines.serving.query.filters import Condition, Node, compile_tree, matching, parse_filter, string_test
 from pipelines.serving.query.windows import DaySpan, WindowQuery
@@ -150,13 +153,14 @@ class CloudCostQuery(WindowQuery):
         return self._checked
 
 
-def _sql(c: dict[str, Any]) -> str:
-    """SQL text from allow-listed identifiers and the query's compiled key/filter; values are $-parameters."""
+def _sql(c: dict[str, Any], in_cluster: str) -> str:
+    """SQL text from allow-listed identifiers and the query's compiled key/filter; values are $-parameters.
+    `in_cluster`: the condition of the bill lines inside a cluster (kubernetesPercent's numerator)."""
     props = [f"CASE WHEN count(DISTINCT coalesce({col}, '')) = 1 THEN min({col}) END AS {col}"
              for _, col in PROPERTIES.values()]
     labels = [f"CASE WHEN count(DISTINCT coalesce({expr}, '')) = 1 THEN min({expr}) END AS label_{i}"
               for i, (_, expr) in enumerate(c["labels"])]
-    sums = [f"{sql} AS {name}" for name, sql in METRICS.values()]
+    sums = [f"{sql} AS {name}, {sql} FILTER (WHERE {in_cluster}) AS k8s_{name}" for name, sql in METRICS.values()]
     return f"""
     WITH steps AS (SELECT unnest(CAST($steps_s AS TIMESTAMP[])) AS step_start,
                           unnest(CAST($steps_e AS TIMESTAMP[])) AS step_end),
@@ -186,7 +190,8 @@ def to_cloud_cost(r: dict[str, Any], label_keys: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"properties": props,
                            "window": {"start": _iso(r["step_start"]), "end": _iso(r["step_end"])}}
     for name, _ in METRICS.values():
-        out[name] = {"cost": float(r[name] or 0.0), "kubernetesPercent": 0.0}
+        cost, k8s = float(r[name] or 0.0), float(r[f"k8s_{name}"] or 0.0)
+        out[name] = {"cost": cost, "kubernetesPercent": k8s / cost if cost else 0.0}
     return out
 
 
@@ -229,7 +234,9 @@ def answer_cloud_costs(con: duckdb.DuckDBPyConnection, q: CloudCostQuery, no_bil
     values = dict(c["params"].values)
     values.update(win_s=span.start.date(), win_e=span.end.date(), steps_s=[s for s, _ in steps],
                   steps_e=[e for _, e in steps])
-    cur = con.execute(_sql(c), values)
+    # a snapshot published before the reconciliation (issue 28) has no cluster_scope: nothing is in a cluster
+    in_cluster = "cluster_scope = 'in_cluster'" if has_column(con, MART, "cluster_scope") else "FALSE"
+    cur = con.execute(_sql(c, in_cluster), values)
     cols = [d[0] for d in cur.description]
     by_step: dict[datetime, dict[str, dict[str, Any]]] = {s: {} for s, _ in steps}
     label_keys = [k for k, _ in c["labels"]]

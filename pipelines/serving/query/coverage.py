@@ -22,6 +22,13 @@ def has_mart(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(row and row[0])
 
 
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether marts.<table> has <column> (a serving copy published before the column was added has not)."""
+    row = con.execute("SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts' AND table_name = ? "
+                      "AND column_name = ?", [table, column]).fetchone()
+    return bool(row and row[0])
+
+
 def require_mart(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """A 503 naming `marts.<table>` when the snapshot lacks it (nothing published yet), before any query runs."""
     # duckdb_tables()/duckdb_views(): information_schema.tables took ~3 ms of every query

@@ -12,7 +12,14 @@ from typing import Any
 import duckdb
 
 from pipelines.serving.http.app import Reply, Route
-from pipelines.serving.http.params import filter_quote, param_bool, param_int, param_list, tolerance_notes
+from pipelines.serving.http.params import (
+    filter_quote,
+    param_bool,
+    param_int,
+    param_list,
+    param_reconcile,
+    tolerance_notes,
+)
 from pipelines.serving.http.replies import ok, text
 from pipelines.serving.query.allocation import AllocationQuery, answer_allocations, policy_defaults, to_csv
 from pipelines.serving.query.errors import QueryError
@@ -27,7 +34,7 @@ IMPLEMENTED = {
     "window", "aggregate", "accumulate", "accumulateBy", "step", "filter", "offset", "limit", "format",
     "idle", "includeIdle", "shareIdle", "idleByNode", "splitIdle", "idleSplit", "shareNamespaces", "shareLabels",
     "shareCost", "shareSplit", "shareScope", "includeSharedCostBreakdown", "includeAggregatedMetadata",
-    "includeProportionalAssetResourceCosts", "costMetric", "strict", "targetType",
+    "includeProportionalAssetResourceCosts", "costMetric", "strict", "targetType", "reconcile", "disableAdjustments",
     "filterNamespaces", "filterClusters", "filterNodes", "filterPods", "filterContainers", "filterControllerKinds",
     "filterControllers", "filterLabels", "filterAnnotations", "filterServices",
 }
@@ -37,12 +44,10 @@ IGNORED = {
     "chartType": "chartType only shapes Kubecost's UI charts",
     "sharelb": "load-balancer costs stay on the pods behind them (sharelb is not implemented)",
     "external": "kubeledger has no out-of-cluster costs; externalCost is 0",
-    "reconcile": "kubeledger does not reconcile with cloud bills; *CostAdjustment fields are 0",
     "shareTenancyCosts": "cluster management costs are in the warehouse as overhead assets, not shared per tenant",
-    "disableAdjustments": "there are no adjustments to disable",
 }
 # only a true value of these would have changed upstream's answer
-_IGNORED_IF_TRUE = {"sharelb", "external", "reconcile", "shareTenancyCosts"}
+_IGNORED_IF_TRUE = {"sharelb", "external", "shareTenancyCosts"}
 _LEGACY_FILTERS = {"filterNamespaces": "namespace", "filterClusters": "cluster", "filterNodes": "node",
                    "filterPods": "pod", "filterContainers": "container", "filterControllerKinds": "controllerKind",
                    "filterControllers": "controllerName", "filterServices": "services"}
@@ -120,7 +125,7 @@ def query_from_params(params: dict[str, str], flavor: str, settings: Settings) -
         include_shared_cost_breakdown=param_bool(params, "includeSharedCostBreakdown", False),
         aggregated_metadata=param_bool(params, "includeAggregatedMetadata", False),
         proportional_asset_costs=param_bool(params, "includeProportionalAssetResourceCosts", False),
-        cost_metric=cost_metric,
+        cost_metric=cost_metric, reconcile=param_reconcile(params),
         offset=param_int(params, "offset") or 0, limit=param_int(params, "limit"), format=fmt, notes=tuple(notes))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 
 from pipelines.serving.http.app import Reply, Route
-from pipelines.serving.http.params import legacy_filter, param_int, tolerance_notes
+from pipelines.serving.http.params import legacy_filter, param_int, param_reconcile, tolerance_notes
 from pipelines.serving.http.replies import ok, text
 from pipelines.serving.query.asset_query import AssetQuery
 from pipelines.serving.query.assets import answer_assets, assets_csv
@@ -22,9 +22,8 @@ LEGACY_FILTERS = {"filterTypes": "assetType", "filterProviders": "provider", "fi
                   "filterCategories": "category", "filterServices": "service", "filterAccounts": "account",
                   "filterProjects": "project", "filterProviderIDs": "providerID", "filterNames": "name"}
 IMPLEMENTED = {"window", "aggregate", "accumulate", "accumulateBy", "step", "filter", "offset", "limit", "format",
-               "strict", *LEGACY_FILTERS}
+               "strict", "reconcile", "disableAdjustments", *LEGACY_FILTERS}
 IGNORED = {
-    "disableAdjustments": "kubeledger does not reconcile with cloud bills; every adjustment is 0",
     "shareIdle": "assets have no idle to share",
     "resolution": "the store is daily; resolution has no effect",
     "details": "every asset already carries its details",
@@ -35,7 +34,7 @@ IGNORED = {
 
 def asset_query_from_params(params: dict[str, str], flavor: str) -> AssetQuery:
     """flavor: kubecost (/model/assets: sets per step), opencost (/assets: one accumulated set) or carbon."""
-    notes = tolerance_notes(params, IMPLEMENTED, IGNORED, ("disableAdjustments",))
+    notes = tolerance_notes(params, IMPLEMENTED, IGNORED)
     fmt = params.get("format", "json") or "json"
     if fmt not in ("json", "csv") or (fmt == "csv" and flavor == "carbon"):
         raise QueryError("format", fmt, "use json" + (" or csv" if flavor != "carbon" else ""))
@@ -50,7 +49,7 @@ def asset_query_from_params(params: dict[str, str], flavor: str) -> AssetQuery:
     return AssetQuery(window=params.get("window", ""), aggregate=params.get("aggregate", "") or "",
                       filter=legacy_filter(params, LEGACY_FILTERS), step=step, accumulate=accumulate,
                       offset=param_int(params, "offset") or 0, limit=param_int(params, "limit"), format=fmt,
-                      notes=tuple(notes))
+                      notes=tuple(notes), reconcile=param_reconcile(params))
 
 
 def _asset_route(flavor: str) -> Route:

@@ -22,7 +22,7 @@ LEGACY_FILTERS = {"filterInvoiceEntityIDs": "invoiceEntityID", "filterAccountIDs
 IMPLEMENTED = {"window", "aggregate", "accumulate", "step", "filter", "costMetric", "offset", "limit", "format",
                "strict", *LEGACY_FILTERS}
 IGNORED = {"resolution": "the bill is daily; resolution has no effect",
-           "includeOutOfCluster": "every bill row is answered (reconciliation with the clusters comes later)"}
+           "includeOutOfCluster": "every bill row is answered; kubernetesPercent is the part inside a cluster"}
 NO_BILLING = ("no billing source is configured (kubeledger.yaml `billing.focus_path`, docs/API.md \"Cloud costs\"): "
               "kubeledger has no cloud bill to answer from, so every set is empty")
 NO_BILL_ROWS = ("no cloud bill is in the serving snapshot yet (billing.focus_path is configured: run the pipeline, "

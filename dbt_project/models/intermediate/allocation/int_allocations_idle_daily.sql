@@ -63,7 +63,17 @@ select
         'intensity_weight': 'i.intensity_weight', 'pue_weight': 'i.pue_weight',
         'intensity_plain_avg': 'i.intensity_plain_avg', 'pue_plain_avg': 'i.pue_plain_avg',
         'idle_clamped': 'i.idle_clamped', 'estimation_reasons': 'i.estimation_reasons',
+        'cpu_cost_adjustment': 'i.cpu_cost * coalesce(reconciled.cpu_adjustment_rate, 0)
+            + coalesce(reconciled.cpu_adjustment_unspread, 0)',
+        'ram_cost_adjustment': 'i.ram_cost * coalesce(reconciled.ram_adjustment_rate, 0)
+            + coalesce(reconciled.ram_adjustment_unspread, 0)',
+        'gpu_cost_adjustment': 'i.gpu_cost * coalesce(reconciled.gpu_adjustment_rate, 0)
+            + coalesce(reconciled.gpu_adjustment_unspread, 0)',
+        'reconciliation_status': "coalesce(reconciled.reconciliation_status, 'no_resource_id')",
     }) }}
 from idle_daily as i
 left join {{ ref('int_nodes_metadata_daily') }} as node_meta
     on node_meta.cluster = i.cluster and node_meta.usage_date = i.usage_date and node_meta.node = i.node
+-- the node's bill adjustment (issue 28): the idle row takes the idle share, and what no row's cost can carry
+left join {{ ref('int_nodes_reconciled_daily') }} as reconciled
+    on reconciled.cluster = i.cluster and reconciled.usage_date = i.usage_date and reconciled.node = i.node

@@ -18,6 +18,8 @@ unmounted_hourly as (
         volumes.namespace,
         volumes.pv_cost,
         volumes.pv_byte_hours,
+        -- the volume's bill adjustment on the part no pod paid for (issue 28)
+        volumes.pv_cost * coalesce(reconciled.pv_adjustment_rate, 0) as pv_cost_adjustment,
         cast(0 as double) as load_balancer_cost,
         volumes.energy_storage_kwh,
         volumes.energy_storage_kwh * coalesce(cluster_hour_intensity.intensity_x_pue,
@@ -27,9 +29,12 @@ unmounted_hourly as (
     from {{ ref('int_volumes_allocated_hourly') }} as volumes
     left join cluster_hour_intensity
         on cluster_hour_intensity.cluster = volumes.cluster and cluster_hour_intensity.hour_ts = volumes.hour_ts
+    left join {{ ref('int_volumes_reconciled_daily') }} as reconciled
+        on reconciled.cluster = volumes.cluster and reconciled.usage_date = cast(volumes.hour_ts as date)
+        and reconciled.pv = volumes.pv
     where volumes.pod_uid = '__unmounted__'
     union all
-    select cluster, hour_ts, namespace, 0.0, 0.0, load_balancer_cost, 0.0, 0.0,
+    select cluster, hour_ts, namespace, 0.0, 0.0, 0.0, load_balancer_cost, 0.0, 0.0,
            coalesce(is_endpoints_missing, false)
     from {{ ref('int_load_balancers_allocated_hourly') }}
     where pod_uid = '__unmounted__'
@@ -44,6 +49,7 @@ unmounted_daily as (
         max({{ dbt.dateadd('hour', 1, 'hour_ts') }}) as end_ts,
         sum(pv_byte_hours) as pv_byte_hours,
         sum(pv_cost) as pv_cost,
+        sum(pv_cost_adjustment) as pv_cost_adjustment,
         sum(load_balancer_cost) as load_balancer_cost,
         sum(energy_storage_kwh) as energy_storage_kwh,
         sum(co2e_operational_g) as co2e_operational_g,
@@ -62,6 +68,7 @@ select
         'namespace_annotations': "coalesce(namespace_meta.namespace_annotations, '{}')",
         'start_ts': 'u.start_ts', 'end_ts': 'u.end_ts',
         'pv_byte_hours': 'u.pv_byte_hours', 'pv_cost': 'u.pv_cost', 'load_balancer_cost': 'u.load_balancer_cost',
+        'pv_cost_adjustment': 'u.pv_cost_adjustment',
         'energy_storage_kwh': 'u.energy_storage_kwh', 'co2e_operational_g': 'u.co2e_operational_g',
         'estimation_reasons': 'u.estimation_reasons',
     }) }}

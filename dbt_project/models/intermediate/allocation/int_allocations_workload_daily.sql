@@ -39,11 +39,17 @@ pod_container_counts as (
 ),
 
 pod_volumes as (
-    select cluster, hour_ts, pod_uid,
-           sum(pv_cost) as pv_cost, sum(pv_byte_hours) as pv_byte_hours, sum(energy_storage_kwh) as energy_storage_kwh
-    from {{ ref('int_volumes_allocated_hourly') }}
-    where pod_uid <> '__unmounted__'
-    group by cluster, hour_ts, pod_uid
+    select volumes.cluster, volumes.hour_ts, volumes.pod_uid,
+           sum(volumes.pv_cost) as pv_cost, sum(volumes.pv_byte_hours) as pv_byte_hours,
+           sum(volumes.energy_storage_kwh) as energy_storage_kwh,
+           -- each volume's bill adjustment, in proportion to the cost the pod pays for it (issue 28)
+           sum(volumes.pv_cost * coalesce(reconciled.pv_adjustment_rate, 0)) as pv_cost_adjustment
+    from {{ ref('int_volumes_allocated_hourly') }} as volumes
+    left join {{ ref('int_volumes_reconciled_daily') }} as reconciled
+        on reconciled.cluster = volumes.cluster and reconciled.usage_date = cast(volumes.hour_ts as date)
+        and reconciled.pv = volumes.pv
+    where volumes.pod_uid <> '__unmounted__'
+    group by volumes.cluster, volumes.hour_ts, volumes.pod_uid
 ),
 
 pod_load_balancers as (
@@ -85,6 +91,7 @@ container_hours as (
         energy.is_utilisation_capped,
         coalesce(pod_volumes.pv_cost, 0) / pod_container_counts.containers_in_pod as pv_cost,
         coalesce(pod_volumes.pv_byte_hours, 0) / pod_container_counts.containers_in_pod as pv_byte_hours,
+        coalesce(pod_volumes.pv_cost_adjustment, 0) / pod_container_counts.containers_in_pod as pv_cost_adjustment,
         coalesce(pod_load_balancers.load_balancer_cost, 0) / pod_container_counts.containers_in_pod
             as load_balancer_cost,
         coalesce(pod_load_balancers.is_lb_pods_from_selector, false) as is_lb_pods_from_selector,
@@ -145,6 +152,7 @@ workload_daily as (
         sum(ram_cost) as ram_cost,
         sum(pv_byte_hours) as pv_byte_hours,
         sum(pv_cost) as pv_cost,
+        sum(pv_cost_adjustment) as pv_cost_adjustment,
         sum(network_transfer_bytes) as network_transfer_bytes,
         sum(network_receive_bytes) as network_receive_bytes,
         sum(network_cross_zone_cost) as network_cross_zone_cost,
@@ -182,6 +190,11 @@ workload_rows as (
             'namespace_annotations': "coalesce(namespace_meta.namespace_annotations, '{}')",
             'node_labels': "coalesce(node_meta.node_labels, '{}')",
             'services': "coalesce(pod_services.services, '[]')",
+            'cpu_cost_adjustment': 'w.cpu_cost * coalesce(reconciled.cpu_adjustment_rate, 0)',
+            'ram_cost_adjustment': 'w.ram_cost * coalesce(reconciled.ram_adjustment_rate, 0)',
+            'gpu_cost_adjustment': 'w.gpu_cost * coalesce(reconciled.gpu_adjustment_rate, 0)',
+            'load_balancer_cost_adjustment': 'cast(0 as double)',
+            'reconciliation_status': "coalesce(reconciled.reconciliation_status, 'no_resource_id')",
         }, rest='w') }}
     from workload_daily as w
     left join {{ ref('int_pods_metadata_daily') }} as pod_meta
@@ -194,6 +207,8 @@ workload_rows as (
     left join {{ ref('int_pods_services_daily') }} as pod_services
         on pod_services.cluster = w.cluster and pod_services.usage_date = w.usage_date
         and pod_services.pod_uid = w.pod_uid
+    left join {{ ref('int_nodes_reconciled_daily') }} as reconciled
+        on reconciled.cluster = w.cluster and reconciled.usage_date = w.usage_date and reconciled.node = w.node
 )
 
 select * from workload_rows

@@ -1,0 +1,268 @@
+"""The cloud bill reconciled into assets and allocations (issue 28), through the real CLI and API.
+
+The demo cluster's day D1 is built once without a bill (the shared published workdir). A FOCUS bill is then written
+here from that day's own nodes: each node but one billed at 70 % of its list cost (a 30 % savings plan), the ids in
+the forms the providers' exports use (an EC2 ARN, bare instance ids, the GCP full resource name, an upper-case Azure
+VM path), a credit on one instance, one EBS volume at half its list cost, and two lines outside the cluster. The day
+is rebuilt with `billing.focus_path` set, and the two warehouses are compared: the billed nodes cost what the bill
+says, the adjustments reach the allocations whole, and no energy or carbon number moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from tests.fixtures.api_client import get_json, serve_api
+from tests.fixtures.pipeline_workdir import D1, published_workdir, run_cli
+
+pytestmark = pytest.mark.integration
+
+ACCOUNT = "111122223333"
+SAVINGS = 0.30
+CREDIT = -0.01
+TOL = {"rel": 1e-9, "abs": 1e-9}
+WINDOW = f"{D1}T00:00:00Z,{D1 + timedelta(days=1)}T00:00:00Z"
+HEAD = ("BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeClass,"
+        "ProviderName,BillingAccountId,SubAccountId,ServiceName,RegionId,ResourceId,ListCost,BilledCost,"
+        "EffectiveCost,ContractedCost,BillingCurrency,CommitmentDiscountId,CommitmentDiscountStatus,Tags")
+
+
+@dataclass
+class Reconciled:
+    before: Path  # the day built without a bill
+    after: Path  # the same day rebuilt with the bill
+    billed: dict[str, float]  # node or volume asset name -> its effective cost in the bill
+    unbilled_node: str
+    base: str  # the API over the rebuilt day's serving copy
+
+
+def _rows(path: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        cur = con.execute(sql, list(params))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def _bill_id(provider_id: str, first_aws: bool) -> str:
+    """The providerID as the provider's FOCUS export names the resource."""
+    if provider_id.startswith("aws://"):
+        instance = provider_id.rsplit("/", 1)[1]
+        return f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/{instance}" if first_aws else instance
+    if provider_id.startswith("gce://"):
+        project, zone, name = provider_id[len("gce://"):].split("/")
+        return f"//compute.googleapis.com/projects/{project}/zones/{zone}/instances/{name}"
+    assert provider_id.startswith("azure://"), provider_id
+    return provider_id[len("azure://"):].upper()
+
+
+def _line(resource: str, list_cost: float, effective: float, category: str = "Usage",
+          service: str = "Amazon Elastic Compute Cloud", account: str = ACCOUNT) -> str:
+    day = f"{D1}T00:00:00Z,{D1 + timedelta(days=1)}T00:00:00Z"
+    commitment = "sp-1,Used" if category == "Usage" and effective < list_cost else ","
+    return (f"{day},{day},{category},,Amazon Web Services,payer-1,{account},{service},us-east-1,{resource},"
+            f"{list_cost!r},{0.0 if commitment != ',' else effective!r},{effective!r},{list_cost!r},USD,"
+            f"{commitment},")
+
+
+def _write_bill(before: Path, path: Path) -> tuple[dict[str, float], str]:
+    nodes = _rows(before, "select a.asset_name, a.total_cost, m.provider_id from marts.fct_asset_daily a "
+                  "join (select distinct node, provider_id from marts.fct_allocation_daily "
+                  "      where allocation_kind = 'idle' and usage_date = ?) m on m.node = a.asset_name "
+                  "where a.asset_kind = 'node' and a.usage_date = ? and m.provider_id is not null "
+                  "order by a.asset_name", D1, D1)
+    aws = [n for n in nodes if n["provider_id"].startswith("aws://")]
+    assert len(aws) >= 3 and any(n["provider_id"].startswith(("gce://", "azure://")) for n in nodes), nodes
+    unbilled = aws[-1]["asset_name"]  # stays list-priced
+    billed: dict[str, float] = {}
+    lines = [HEAD]
+    for n in nodes:
+        if n["asset_name"] == unbilled:
+            continue
+        effective = (1 - SAVINGS) * n["total_cost"]
+        lines.append(_line(_bill_id(n["provider_id"], n is aws[0]), n["total_cost"], effective))
+        billed[n["asset_name"]] = effective
+    # a credit on the first instance counts in its day's effective cost
+    lines.append(_line(aws[0]["provider_id"].rsplit("/", 1)[1].upper(), 0.0, CREDIT, category="Credit"))
+    billed[aws[0]["asset_name"]] += CREDIT
+    volume = _rows(before, "select asset_name, pv_cost, resource_key from marts.fct_asset_daily "
+                   "where asset_kind = 'volume' and usage_date = ? and resource_key like 'vol-%' "
+                   "order by asset_name limit 1", D1)[0]
+    lines.append(_line(volume["resource_key"], volume["pv_cost"], volume["pv_cost"] / 2,
+                       service="Amazon Elastic Block Store"))
+    billed[volume["asset_name"]] = volume["pv_cost"] / 2
+    # outside the cluster: the cluster's account's S3 bucket, and another account's instance
+    lines.append(_line("my-bucket", 3.0, 3.0, service="Amazon Simple Storage Service"))
+    lines.append(_line("i-0elsewhere", 5.0, 5.0, account="999900001111"))
+    path.write_text("\n".join(lines) + "\n")
+    return billed, unbilled
+
+
+@pytest.fixture(scope="module")
+def reconciled(tmp_path_factory) -> Iterator[Reconciled]:
+    before = published_workdir(tmp_path_factory, "recon-before")
+    work = published_workdir(tmp_path_factory, "recon-after")
+    bill = work / "bill.csv"
+    billed, unbilled = _write_bill(before / "wh" / "kubeledger.duckdb", bill)
+    config = work / "kubeledger.yaml"
+    config.write_text(config.read_text() + f"billing:\n  focus_path: {bill}\n  reread_days: 0\n")
+    run_cli(work, "backfill", "--start", D1.isoformat(), "--end", D1.isoformat())
+    with serve_api(work / "wh" / "serving.duckdb") as base:
+        yield Reconciled(before / "wh" / "kubeledger.duckdb", work / "wh" / "kubeledger.duckdb", billed, unbilled,
+                         base)
+
+
+def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(reconciled: Reconciled) -> None:
+    assets = {r["asset_name"]: r for r in _rows(reconciled.after, "select * from marts.fct_asset_daily "
+                                                                  "where usage_date = ?", D1)}
+    for name, effective in reconciled.billed.items():
+        a = assets[name]
+        assert a["reconciliation_status"] == "reconciled", a
+        assert a["billed_cost"] == pytest.approx(effective, **TOL)
+        assert a["total_cost"] + a["cost_adjustment"] == pytest.approx(effective, **TOL)
+        if a["asset_kind"] == "node":  # spread over CPU, RAM and GPU in proportion to their list cost
+            for r in ("cpu", "ram", "gpu"):
+                assert a[f"{r}_cost_adjustment"] == pytest.approx(
+                    a["cost_adjustment"] * a[f"{r}_cost"] / a["total_cost"], **TOL)
+    unbilled = assets[reconciled.unbilled_node]
+    assert (unbilled["reconciliation_status"], unbilled["cost_adjustment"], unbilled["billed_cost"]) == (
+        "unmatched", 0.0, None)
+    on_prem = [a for a in assets.values() if a["asset_kind"] == "node" and a["resource_key"] is None]
+    assert on_prem and all(a["reconciliation_status"] == "no_resource_id" and a["cost_adjustment"] == 0
+                           for a in on_prem)
+    assert {a["reconciliation_status"] for a in assets.values() if a["asset_kind"] == "load_balancer"} <= {
+        "no_resource_id"}
+
+
+def test_allocation_adjustments_add_up_to_each_node_adjustment(reconciled: Reconciled) -> None:
+    nodes = {r["asset_name"]: r for r in _rows(
+        reconciled.after, "select * from marts.fct_asset_daily where usage_date = ? and asset_kind = 'node'", D1)}
+    per_node = _rows(reconciled.after, """
+        select node, sum(cpu_cost_adjustment) as cpu, sum(ram_cost_adjustment) as ram,
+               sum(gpu_cost_adjustment) as gpu, sum(case when allocation_kind = 'idle'
+                   then cpu_cost_adjustment + ram_cost_adjustment + gpu_cost_adjustment end) as idle
+        from marts.fct_allocation_daily where usage_date = ? and node is not null group by node""", D1)
+    checked = 0
+    for row in per_node:
+        node = nodes[row["node"]]
+        for r in ("cpu", "ram", "gpu"):  # Σ workload + idle adjustments = the node's, per resource
+            assert row[r] == pytest.approx(node[f"{r}_cost_adjustment"], **TOL), row
+        if node["reconciliation_status"] == "reconciled":
+            checked += 1
+            assert node["cost_adjustment"] < 0 and row["idle"] is not None
+    assert checked == sum(1 for n in reconciled.billed if n in nodes)
+    volumes = _rows(reconciled.after, "select sum(pv_cost_adjustment) as asset from marts.fct_asset_daily "
+                    "where usage_date = ? and asset_kind = 'volume'", D1)[0]["asset"]
+    allocated = _rows(reconciled.after, "select sum(pv_cost_adjustment) as a from marts.fct_allocation_daily "
+                      "where usage_date = ?", D1)[0]["a"]
+    assert volumes < 0 and allocated == pytest.approx(volumes, **TOL)
+
+
+# the columns the reconciliation adds; every other column keeps its value
+RECONCILIATION_COLUMNS = {"resource_key", "billed_cost", "cpu_cost_adjustment", "ram_cost_adjustment",
+                          "gpu_cost_adjustment", "pv_cost_adjustment", "load_balancer_cost_adjustment",
+                          "cost_adjustment", "reconciliation_status"}
+
+
+def test_without_a_bill_nothing_is_adjusted_and_the_status_says_why(reconciled: Reconciled) -> None:
+    statuses = _rows(reconciled.before, "select asset_kind, reconciliation_status as s, "
+                     "sum(abs(cost_adjustment)) as adj from marts.fct_asset_daily group by all")
+    assert {(r["asset_kind"], r["s"]) for r in statuses} >= {("node", "no_bill"), ("volume", "no_bill")}
+    assert {r["s"] for r in statuses} <= {"no_bill", "no_resource_id"} and all(r["adj"] == 0 for r in statuses)
+    rows = _rows(reconciled.before, "select count(*) as n from marts.fct_allocation_daily where "
+                 "cpu_cost_adjustment <> 0 or ram_cost_adjustment <> 0 or gpu_cost_adjustment <> 0 "
+                 "or pv_cost_adjustment <> 0 or reconciliation_status not in ('no_bill', 'no_resource_id')")
+    assert rows[0]["n"] == 0
+
+
+def test_energy_carbon_and_list_costs_do_not_move(reconciled: Reconciled) -> None:
+    """A discount changes dollars, not joules: every other column of the marts is the same row for row."""
+    for table, key in (("fct_allocation_daily", "allocation_name"), ("fct_asset_daily", "asset_kind, asset_name"),
+                       ("fct_node_energy_daily", "node"), ("fct_allocation_shared_daily", "allocation_name")):
+        cols = [r["column_name"] for r in _rows(
+            reconciled.before, "select column_name from duckdb_columns() where schema_name = 'marts' "
+            "and table_name = ? order by column_index", table) if r["column_name"] not in RECONCILIATION_COLUMNS]
+        assert {"energy_kwh", "co2e_total_g"} & set(cols) or table == "fct_asset_daily", table
+        sql = f"select {', '.join(cols)} from marts.{table} where usage_date = ? order by {key}"  # noqa: S608
+        before, after = _rows(reconciled.before, sql, D1), _rows(reconciled.after, sql, D1)
+        assert len(before) == len(after) > 0, table
+        for b, a in zip(before, after, strict=True):
+            for c in cols:
+                if isinstance(b[c], float):
+                    assert a[c] == pytest.approx(b[c], rel=1e-12, abs=1e-15), (table, c, b)
+                else:
+                    assert a[c] == b[c], (table, c)
+
+
+def test_the_bill_shows_in_and_out_of_cluster_cost(reconciled: Reconciled) -> None:
+    lines = _rows(reconciled.after, "select resource_id, sub_account_id, charge_category, matched_cluster, "
+                  "cluster_scope from marts.fct_cloud_cost_daily where usage_date = ?", D1)
+    scope = {r["resource_id"]: r["cluster_scope"] for r in lines}
+    assert scope["my-bucket"] == "out_of_cluster" and scope["i-0elsewhere"] == "other_account"
+    in_cluster = [r for r in lines if r["cluster_scope"] == "in_cluster"]
+    assert len(in_cluster) == len(reconciled.billed) + 1  # every billed asset, and the credit line
+    assert {r["matched_cluster"] for r in in_cluster} == {"demo"}
+    status, body = get_json(reconciled.base, "/model/cloudCost", window=WINDOW, aggregate="accountID",
+                            accumulate="true")
+    assert status == 200, body
+    (costs,) = [s["cloudCosts"] for s in body["data"]["sets"]]
+    billed_total = sum(reconciled.billed.values())
+    ours = costs[ACCOUNT]["amortizedNetCost"]
+    assert ours["cost"] == pytest.approx(billed_total + 3.0, **TOL)
+    assert ours["kubernetesPercent"] == pytest.approx(billed_total / (billed_total + 3.0), **TOL)
+    assert costs["999900001111"]["amortizedNetCost"]["kubernetesPercent"] == 0.0
+
+
+def _allocations(base: str, **params: str) -> dict[str, dict[str, Any]]:
+    status, body = get_json(base, "/model/allocation", window=WINDOW, accumulate="true", **params)
+    assert status == 200, body
+    return body["data"][0]
+
+
+ADJ = ("cpuCostAdjustment", "ramCostAdjustment", "gpuCostAdjustment", "pvCostAdjustment",
+       "loadBalancerCostAdjustment")
+
+
+def test_the_api_adds_the_adjustments_with_reconcile_and_not_without(reconciled: Reconciled) -> None:
+    nodes = {r["asset_name"]: r for r in _rows(
+        reconciled.after, "select * from marts.fct_asset_daily where usage_date = ?", D1)}
+    total_adjustment = sum(a["cost_adjustment"] for a in nodes.values())
+    default = _allocations(reconciled.base, aggregate="node")
+    plain = _allocations(reconciled.base, aggregate="node", reconcile="false")
+    assert default.keys() == plain.keys()
+    assert sum(a[f] for a in default.values() for f in ADJ) == pytest.approx(total_adjustment, **TOL)
+    assert all(a[f] == 0.0 for a in plain.values() for f in ADJ)
+    # Kubecost's totalCost includes the adjustments; without reconcile it is the list cost (the mart's total_cost)
+    list_total = _rows(reconciled.after, "select sum(total_cost) as t from marts.fct_allocation_daily "
+                       "where usage_date = ?", D1)[0]["t"]
+    assert sum(a["totalCost"] for a in plain.values()) == pytest.approx(list_total, **TOL)
+    assert sum(a["totalCost"] for a in default.values()) == pytest.approx(list_total + total_adjustment, **TOL)
+    for key, a in default.items():  # per key: totalCost = list total + its adjustments; list fields unchanged
+        assert a["totalCost"] == pytest.approx(plain[key]["totalCost"] + sum(a[f] for f in ADJ), **TOL)
+        for f in ("cpuCost", "ramCost", "energyKwh", "co2eTotalG"):
+            assert a[f] == pytest.approx(plain[key][f], **TOL), (key, f)
+    node = max((n for n in reconciled.billed if n in default), key=lambda n: default[n]["cpuCost"])
+    assert default[node]["cpuCostAdjustment"] < 0  # the node's workloads (its idle is the __idle__ key)
+    # idle shared to the workloads carries its adjustment along: the total is conserved
+    shared = _allocations(reconciled.base, aggregate="namespace", shareIdle="true")
+    assert "__idle__" not in shared
+    assert sum(a[f] for a in shared.values() for f in ADJ) == pytest.approx(total_adjustment, **TOL)
+    # the asset endpoint: a billed node's totalCost is the bill's, its list cost without reconcile
+    for reconcile, expected in (("true", reconciled.billed[node]), ("false", nodes[node]["total_cost"])):
+        status, body = get_json(reconciled.base, "/model/assets", window=WINDOW, accumulate="true",
+                                filter=f'name:"{node}"', reconcile=reconcile)
+        assert status == 200, body
+        (asset,) = body["data"][0].values()
+        assert asset["totalCost"] == pytest.approx(expected, **TOL)
+    for route in ("/model/allocation", "/allocation", "/model/assets"):
+        status, body = get_json(reconciled.base, route, window=WINDOW, reconcile="maybe")
+        assert status == 400 and body["message"].startswith("reconcile:"), body
