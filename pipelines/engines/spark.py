@@ -190,6 +190,7 @@ def spark_build(settings: Settings, asset_name: str, args: list[str], target_pat
         return call
     if asset_name == LOOKUPS_ASSET:
         call.loaded = {LOOKUPS_MODEL: copy_lookups(settings, call)}
-    elif asset_name == DAILY_ASSET and start is not None and end is not None:
+    elif asset_name == DAILY_ASSET and start is not None and end is not None and args[:1] == ["build"]:
+        # (a `run` is the window's upstream views and tables, rebuilt before the build: no mart changed)
         call.loaded = load_marts(settings, target_path / "manifest.json", start, end, cluster)
     return call
