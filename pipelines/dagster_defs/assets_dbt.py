@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
@@ -29,7 +30,7 @@ import dagster as dg
 import yaml
 from dagster_dbt import DbtProject, dbt_assets
 
-from pipelines import DBT_PROJECT_DIR, dbt_executable
+from pipelines import DBT_PROJECT_DIR
 from pipelines.dagster_defs.dbt_args import (
     DAILY_BUILD_EXCLUDES_UNIT_TESTS,
     daily_build_args,
@@ -128,10 +129,11 @@ def _parse(target: Path, seed_from: Path | None = None, warehouse: Path | None =
     env = {**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     if warehouse is not None:  # the profile names the warehouse (its file name is the manifest's database)
         env["KUBELEDGER_WAREHOUSE"] = str(warehouse)
-    # the venv's dbt (dagster-dbt's preparer looks for `dbt` on PATH); cwd outside the project: nothing relative
-    # to it lands in the code tree
-    subprocess.run([dbt_executable(), *parse_args(str(DBT_PROJECT_DIR), str(target))], check=True, cwd=target,
-                   env=env)
+    # dbt in this venv's Python, with the in-process calls' profile comparison (engines/dbt_runner.py: the
+    # partial-parse file left here then serves them); cwd outside the project: nothing relative to it lands in the
+    # code tree
+    subprocess.run([sys.executable, "-m", "pipelines.engines.dbt_runner",
+                    *parse_args(str(DBT_PROJECT_DIR), str(target))], check=True, cwd=target, env=env)
 
 
 def _lock_held(lock_file: Path) -> bool:
@@ -262,6 +264,27 @@ def prune_run_folders(root: Path, keep: int) -> list[Path]:
     return removed
 
 
+def kept_parse_file(settings: Settings) -> Path:
+    """The DuckDB engine's partial-parse file of this project hash, from the first in-process parse of a process
+    on this warehouse (engines/dbt_runner.py: its profile comparison leaves the file's path out), so the next
+    process, or a copy of the warehouse folder elsewhere, starts from it instead of the manifest's."""
+    return dbt_state_dir(settings.warehouse_path) / "parse" / f"{MANIFEST_HASH}.msgpack"
+
+
+def keep_parse_file(fresh: Path, kept: Path) -> None:
+    """Replace `kept` with `fresh` at once (readers see the old or the new file); other hashes' files go."""
+    if not fresh.is_file():
+        return
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = kept.with_name(f".{kept.stem}.{os.getpid()}.tmp")
+    shutil.copyfile(fresh, tmp)
+    os.replace(tmp, kept)
+    for other in kept.parent.iterdir():
+        m = _PARSE_TMP_RE.fullmatch(other.name)
+        if other != kept and not (m and pid_alive(int(m.group(1)))):  # not another process's file in writing
+            other.unlink(missing_ok=True)
+
+
 def _partial_parse_seed(settings: Settings) -> Path | None:
     """The partial-parse file a dbt call starts from: the newest one a daily call wrote, else the manifest's.
 
@@ -291,7 +314,11 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
     folder.mkdir(parents=True, exist_ok=True)
     # DuckDB: the project parsed once per process, without vars (dbt_runner.py), starts from the manifest's own
     # partial-parse file; Spark parses per call (its configs depend on the lake), from the newest daily call's
-    partial = MANIFEST.parent / PARTIAL_PARSE if settings.engine == "duckdb" else _partial_parse_seed(settings)
+    kept = kept_parse_file(settings)
+    if settings.engine == "duckdb":
+        partial = kept if kept.is_file() else MANIFEST.parent / PARTIAL_PARSE
+    else:
+        partial = _partial_parse_seed(settings)
     if partial is not None and partial.is_file():  # dbt parses only what changed (dagster-dbt would copy target/'s)
         shutil.copyfile(partial, folder / PARTIAL_PARSE)
     try:
@@ -303,8 +330,11 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
                                               dbt_project, run_cluster(context))
             else:  # dbt-duckdb in this process on the warehouse file: no dbt start-up per call (dbt_runner.py)
                 def build(dbt_args: list[str], project_dir: Path | None, env: dict[str, str]) -> DbtCall:
-                    return invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env},
+                    call = invoke_dbt(dbt_cli_args(dbt_args, folder, project_dir), {**dbt_env(settings), **env},
                                       parsed_in=(str(MANIFEST), folder))
+                    if call.parsed:
+                        keep_parse_file(folder / PARTIAL_PARSE, kept)
+                    return call
 
                 yield from dbt_asset_events(context, args, folder, MANIFEST, TRANSLATOR, dbt_project, build,
                                             "DuckDB")
@@ -313,6 +343,7 @@ def _dbt_call(context: dg.AssetExecutionContext, args: list[str], settings: Sett
 
 
 MANIFEST = prepare_manifest_in_project() if __name__ == "__main__" else ensure_manifest()
+MANIFEST_HASH = project_hash()  # names the kept partial-parse file (kept_parse_file)
 TRANSLATOR = KubeledgerDbtTranslator()
 
 

@@ -13,13 +13,21 @@ dbt throws its partial-parse file away whenever `--vars` change, and every daily
 each new day re-parsed the whole project (8-10 s). The project resolves no var at parse time (no var in a config,
 a ref or a source: tests/unit/test_dbt_runner.py checks it), so the manifest parsed without vars is the one every
 window's call would parse; the vars still reach each call's compile through its own runtime config.
+
+dbt also throws the partial-parse file away when the profile's connection changes, and dbt-duckdb's includes the
+warehouse file's path: every warehouse copied or moved (a Docker image's prepared manifest, each test's copy of a
+template) re-parsed the whole project in each process. The path changes nothing dbt parses (the file's name, which
+is every relation's database, stays in the comparison), so in-process calls leave it out (`_profile_without_path`),
+and the caller keeps the partial-parse file of the first parse (DbtCall.parsed) for the next process.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,28 @@ _DBT_LOCK = threading.Lock()
 # the events dagster-dbt turns into Dagster events (DbtCoreCliEventMessage.is_result_event); each carries node_info
 RESULT_EVENTS = frozenset({"LogSeedResult", "LogModelResult", "LogSnapshotResult", "LogTestResult"})
 _PARSED: dict[str, Any] = {}  # the caller's key for the project as it is (its manifest's path) -> dbt's Manifest
+_PARSED_NOW: set[str] = set()  # keys parsed by the current call
+_PATH_KEY = "path"  # dbt-duckdb's connection key for the warehouse file (DuckDBCredentials._connection_keys)
+
+
+@contextmanager
+def _profile_without_path() -> Iterator[None]:
+    """dbt-duckdb's connection keys without the file's path while dbt runs in this process (module docstring)."""
+    try:
+        from dbt.adapters.duckdb.credentials import DuckDBCredentials
+    except ImportError:  # the Spark-only install
+        yield
+        return
+    original = DuckDBCredentials._connection_keys
+
+    def without_path(self: Any) -> tuple[str, ...]:
+        return tuple(k for k in original(self) if k != _PATH_KEY)
+
+    DuckDBCredentials._connection_keys = without_path
+    try:
+        yield
+    finally:
+        DuckDBCredentials._connection_keys = original
 
 
 @dataclass
@@ -44,6 +74,7 @@ class DbtCall:
     exception: BaseException | None = None
     lake_rows: dict[str, int] = field(default_factory=dict)
     loaded: dict[str, int] = field(default_factory=dict)
+    parsed: bool = False  # this call parsed the project: the target path holds a fresh partial-parse file
 
 
 def dbt_cli_args(args: list[str], target_path: Path, project_dir: Path | None = None,
@@ -65,6 +96,7 @@ def _parsed_manifest(key: str, target_path: Path) -> Any:
     if key not in _PARSED:
         from dbt.cli.main import dbtRunner
 
+        _PARSED_NOW.add(key)
         result = dbtRunner().invoke(dbt_cli_args(["parse", "--no-write-json"], target_path))
         if not result.success:
             return None
@@ -94,9 +126,11 @@ def invoke_dbt(args: list[str], env: Mapping[str, str], parsed_in: tuple[str, Pa
         if info.level == "error":
             call.errors.append(info.msg)
 
-    with _DBT_LOCK, scoped_environ(env):
+    with _DBT_LOCK, scoped_environ(env), _profile_without_path():
         try:
+            _PARSED_NOW.clear()
             manifest = _parsed_manifest(*parsed_in) if parsed_in is not None else None
+            call.parsed = bool(_PARSED_NOW)
             result = dbtRunner(manifest=manifest, callbacks=[collect]).invoke(args)
         finally:
             release_duckdb()
@@ -116,3 +150,17 @@ def release_duckdb() -> None:
         env, DuckDBConnectionManager._ENV = DuckDBConnectionManager._ENV, None
     if env is not None:
         env.close()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m pipelines.engines.dbt_runner <dbt args>`: dbt's command line with the in-process calls' profile
+    comparison, so the partial-parse file a `dbt parse` this way leaves (the manifest's) serves those calls."""
+    from dbt.cli.main import dbtRunner
+
+    with _profile_without_path():
+        result = dbtRunner().invoke(argv)
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

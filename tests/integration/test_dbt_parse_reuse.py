@@ -7,13 +7,18 @@ manifest still compiles each call's own vars."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pipelines.dagster_defs.dbt_args import dbt_vars
+from pipelines import DBT_PROJECT_DIR
+from pipelines.dagster_defs.dbt_args import dbt_vars, parse_args
 from pipelines.engines.dbt_runner import _PARSED, dbt_cli_args, invoke_dbt
 from pipelines.environ import scoped_environ
 from pipelines.settings import load_settings
@@ -31,7 +36,8 @@ def _settings(tmp_path: Path, energy: bool) -> Any:
     return load_settings(cfg)
 
 
-def _parse(target: Path, variables: dict[str, Any] | None, env: dict[str, str]) -> dict[str, Any]:
+def _parse(target: Path, variables: dict[str, Any] | None, env: dict[str, str],
+           extra: tuple[str, ...] = ()) -> dict[str, Any]:
     from dbt.cli.main import dbtRunner
 
     args = ["parse", "--no-partial-parse", *(["--vars", json.dumps(variables)] if variables else [])]
@@ -41,7 +47,7 @@ def _parse(target: Path, variables: dict[str, Any] | None, env: dict[str, str]) 
     manifest = result.result
     # what a parse decides per node: its dependencies, configuration and SQL, for every model, test, seed and unit test
     kept = ("depends_on", "config", "unrendered_config", "raw_code", "refs", "sources", "tags", "columns", "given",
-            "expect", "overrides")
+            "expect", "overrides", *extra)
     out = {}
     for uid, node in [*manifest.nodes.items(), *manifest.unit_tests.items()]:
         fields = {k: v for k, v in node.to_dict().items() if k in kept}
@@ -77,3 +83,37 @@ def test_a_call_on_the_reused_manifest_compiles_its_own_vars(tmp_path: Path) -> 
     assert len(_PARSED) == 1  # parsed once, for both calls
     assert "2026-03-01 00:00:00" in compiled["2026-03-01"] and "2026-04-02" not in compiled["2026-03-01"]
     assert "2026-04-02 00:00:00" in compiled["2026-04-02"] and "2026-03-01" not in compiled["2026-04-02"]
+
+
+def _env(warehouse: Path) -> dict[str, str]:
+    return {"KUBELEDGER_WAREHOUSE": str(warehouse), "DO_NOT_TRACK": "1"}
+
+
+def test_the_parse_does_not_depend_on_the_warehouse_path(tmp_path: Path) -> None:
+    """What lets the in-process calls leave the file's path out of dbt's profile comparison (dbt_runner.py): two
+    folders, the same file name, the same nodes (their database, the file's name, included)."""
+    here = _parse(tmp_path / "here", None, _env(tmp_path / "here" / "kubeledger.duckdb"), ("database", "schema"))
+    there = _parse(tmp_path / "there", None, _env(tmp_path / "else" / "where" / "kubeledger.duckdb"),
+                   ("database", "schema"))
+    assert len(here) > 150 and here == there
+    assert '"database": "kubeledger"' in next(iter(here.values()))
+
+
+def test_a_moved_warehouse_keeps_the_partial_parse(tmp_path: Path) -> None:
+    """The manifest's parse (`python -m pipelines.engines.dbt_runner parse`, as assets_dbt._parse runs it) for a
+    warehouse in one folder serves an in-process call on a copy elsewhere: no second parse of the whole project."""
+    first = tmp_path / "first"
+    subprocess.run([sys.executable, "-m", "pipelines.engines.dbt_runner",
+                    *parse_args(str(DBT_PROJECT_DIR), str(first))],
+                   env={**os.environ, **_env(tmp_path / "one" / "kubeledger.duckdb")}, cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    target = tmp_path / "second"
+    target.mkdir()
+    shutil.copyfile(first / "partial_parse.msgpack", target / "partial_parse.msgpack")
+    (tmp_path / "two").mkdir()
+    _PARSED.clear()
+    call = invoke_dbt(dbt_cli_args(["ls", "--select", "stg_metrics__node_hours"], target),
+                      _env(tmp_path / "two" / "kubeledger.duckdb"), parsed_in=("moved-key", target))
+    assert call.success and call.parsed, call.errors
+    log = (target / "dbt.log").read_text()
+    assert "Unable to do partial parsing" not in log, [ln for ln in log.splitlines() if "partial" in ln.lower()]

@@ -204,6 +204,8 @@ def test_run_folders_stay_bounded_and_nothing_lands_in_the_code_tree(tmp_path: P
     for folder in (state / "runs" / "dbt_daily").iterdir():
         assert (folder / "run_results.json").is_file() and (folder / "dbt.log").is_file()  # target and logs
     assert len(list((state / "manifest").iterdir())) == 1  # parsed once for this project content
+    kept = list((state / "parse").iterdir())  # the in-process parse's partial-parse file: one, for this content
+    assert len(kept) == 1 and kept[0].suffix == ".msgpack", kept
 
     after = code_tree_listing()
     added = sorted(set(after) - set(before))
