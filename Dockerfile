@@ -65,12 +65,15 @@ RUN pip install --no-deps --no-build-isolation --no-index -e /app \
 #    recorded next to it (kubeledger-manifest.sha256: dbt files, project path, dbt versions); otherwise it parses
 #    into <warehouse folder>/state/dbt/manifest/<hash>/. The module's own entry point parses exactly as
 #    ensure_manifest does and writes that hash. The profile reads KUBELEDGER_WAREHOUSE, which parse never opens,
-#    so a dummy path is enough. Same path (/app/dbt_project) and same dbt here as at run time: the hash matches.
+#    so a dummy path is enough; its file name is the warehouse's (kubeledger.duckdb, every relation's database),
+#    so the run time's first dbt call starts from this partial parse (pipelines/engines/dbt_runner.py leaves the
+#    folder out of dbt's profile comparison). Same path (/app/dbt_project) and same dbt here as at run time: the
+#    hash matches.
 RUN cd /app \
- && DBT_PROFILES_DIR=/app/dbt_project KUBELEDGER_WAREHOUSE=/tmp/parse-only.duckdb \
+ && DBT_PROFILES_DIR=/app/dbt_project KUBELEDGER_WAREHOUSE=/tmp/parse-only/kubeledger.duckdb \
         python -m pipelines.dagster_defs.assets_dbt \
  && test -f /app/dbt_project/target/manifest.json -a -f /app/dbt_project/target/kubeledger-manifest.sha256 \
- && rm -rf /app/dbt_project/logs /app/dbt_project/.user.yml /tmp/parse-only.duckdb
+ && rm -rf /app/dbt_project/logs /app/dbt_project/.user.yml /tmp/parse-only
 
 # Run-time paths, all outside /app (nothing writes under it: checked by running a day on a copy of this layout):
 # - DAGSTER_HOME: the instance. dagster.yaml is written there from /app/dagster_home by the CLI or by the init
