@@ -56,6 +56,12 @@ def window_ancestors(manifest: dict[str, Any], selected: set[str]) -> list[str]:
     return sorted(nodes[uid]["name"] for uid in found)
 
 
+def _failure_detail(call: DbtCall) -> str:
+    """What a failed call said: its last errors, else its exception (2,000 characters at most)."""
+    detail = "; ".join(call.errors[-5:]) or (repr(call.exception) if call.exception else "see the dbt log")
+    return detail[:2000]
+
+
 def _selected_models(context: dg.AssetExecutionContext, manifest: dict[str, Any],
                      translator: DagsterDbtTranslator) -> set[str]:
     keys = context.selected_asset_keys
@@ -75,8 +81,8 @@ def _rebuild_window_ancestors(context: dg.AssetExecutionContext, args: list[str]
     variables = args[args.index("--vars") + 1]
     call = build(["run", "--vars", variables, "--select", " ".join(names)], None, {})
     if not call.success:
-        detail = "; ".join(call.errors[-5:]) or (repr(call.exception) if call.exception else "see the dbt log")
-        raise dg.Failure(f"dbt run of the window's upstream views and tables failed on {engine}: {detail[:2000]}")
+        raise dg.Failure(f"dbt run of the window's upstream views and tables failed on {engine}: "
+                         f"{_failure_detail(call)}")
     context.log.info(f"rebuilt for this window first: {', '.join(names)}")
 
 
@@ -102,8 +108,7 @@ def dbt_asset_events(context: dg.AssetExecutionContext, args: list[str], target_
         yield from event.to_default_asset_events(manifest=params.manifest, dagster_dbt_translator=translator,
                                                  context=context, target_path=target_path, project=project)
     if not call.success:
-        detail = "; ".join(call.errors[-5:]) or (repr(call.exception) if call.exception else "see the dbt log")
-        raise dg.Failure(f"dbt {args[0] if args else ''} failed on {engine}: {detail[:2000]}",
+        raise dg.Failure(f"dbt {args[0] if args else ''} failed on {engine}: {_failure_detail(call)}",
                          metadata={"dbt_log": str(target_path / "dbt.log")})
     if call.loaded:
         context.log.info("loaded into the warehouse from Spark: "

@@ -39,7 +39,6 @@ _DBT_LOCK = threading.Lock()
 # the events dagster-dbt turns into Dagster events (DbtCoreCliEventMessage.is_result_event); each carries node_info
 RESULT_EVENTS = frozenset({"LogSeedResult", "LogModelResult", "LogSnapshotResult", "LogTestResult"})
 _PARSED: dict[str, Any] = {}  # the caller's key for the project as it is (its manifest's path) -> dbt's Manifest
-_PARSED_NOW: set[str] = set()  # keys parsed by the current call
 _PATH_KEY = "path"  # dbt-duckdb's connection key for the warehouse file (DuckDBCredentials._connection_keys)
 
 
@@ -87,22 +86,22 @@ def dbt_cli_args(args: list[str], target_path: Path, project_dir: Path | None = 
             "--target-path", str(target_path), "--log-path", str(target_path), "--no-use-colors"]
 
 
-def _parsed_manifest(key: str, target_path: Path) -> Any:
+def _parsed_manifest(key: str, target_path: Path) -> tuple[Any, bool]:
     """The project (the default target, no vars) parsed once per process, `key` and profile environment, its dbt
-    log and partial-parse file in `target_path`; None when the parse fails (the call then parses itself, and
-    reports what is wrong). Called with the call's environment set."""
+    log and partial-parse file in `target_path`, and whether this call parsed it; (None, False) when the parse fails (the
+    call then parses itself, and reports what is wrong). Called with the call's environment set."""
     # the profile is part of what dbt parses (the warehouse file's name is every relation's database)
     key = "|".join([key, *(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KUBELEDGER_"))])
     if key not in _PARSED:
         from dbt.cli.main import dbtRunner
 
-        _PARSED_NOW.add(key)
         result = dbtRunner().invoke(dbt_cli_args(["parse", "--no-write-json"], target_path))
         if not result.success:
-            return None
+            return None, False
         _PARSED.clear()  # one project kept: a manifest is tens of MB, and a process runs one warehouse at a time
         _PARSED[key] = result.result
-    return _PARSED[key]
+        return result.result, True
+    return _PARSED[key], False
 
 
 def invoke_dbt(args: list[str], env: Mapping[str, str], parsed_in: tuple[str, Path] | None = None) -> DbtCall:
@@ -128,9 +127,7 @@ def invoke_dbt(args: list[str], env: Mapping[str, str], parsed_in: tuple[str, Pa
 
     with _DBT_LOCK, scoped_environ(env), _profile_without_path():
         try:
-            _PARSED_NOW.clear()
-            manifest = _parsed_manifest(*parsed_in) if parsed_in is not None else None
-            call.parsed = bool(_PARSED_NOW)
+            manifest, call.parsed = _parsed_manifest(*parsed_in) if parsed_in is not None else (None, False)
             result = dbtRunner(manifest=manifest, callbacks=[collect]).invoke(args)
         finally:
             release_duckdb()
