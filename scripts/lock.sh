@@ -17,7 +17,7 @@
 # tests/unit/test_requirements_lock.py checks the result against pyproject.toml and the Dockerfile.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-UV_VERSION=0.13.9
+source "$ROOT/scripts/venv_install.sh"  # UV_VERSION: the one uv of the setup and the lock
 LOCK="$ROOT/requirements.lock"
 
 uv_bin="$(command -v uv || true)"

@@ -9,7 +9,7 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 stamp=".venv/.kubeledger-installed"
 if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+    source scripts/venv_install.sh
+    venv_install .venv -e ".[test]"
     touch "$stamp"
 fi

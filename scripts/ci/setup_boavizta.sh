@@ -19,7 +19,8 @@ if [[ -x "${VENV}/bin/uvicorn" && "$(installed_version)" == "${BOAVIZTA_VERSION}
 fi
 
 "${PYTHON}" -m venv "${VENV}"
-"${VENV}/bin/pip" install --quiet --disable-pip-version-check "boaviztapi==${BOAVIZTA_VERSION}"
+source "${ROOT}/scripts/venv_install.sh"
+venv_install "${VENV}" "boaviztapi==${BOAVIZTA_VERSION}"
 # uvicorn is a boaviztapi dependency; install it explicitly in case a release drops it
-[[ -x "${VENV}/bin/uvicorn" ]] || "${VENV}/bin/pip" install --quiet --disable-pip-version-check uvicorn
+[[ -x "${VENV}/bin/uvicorn" ]] || venv_install "${VENV}" uvicorn
 echo "boaviztapi $(installed_version) installed in ${VENV}"

@@ -2,7 +2,7 @@
 # Installs what the Spark engine's tests need: Java 17 (Debian openjdk-17-jre-headless, when `java` is missing) and
 # the `spark` extra of kubeledger (dbt-spark[session] + pyspark) into the project venv.
 # Idempotent and quiet: does nothing when java runs and the venv already has the pinned pyspark and dbt-spark.
-# pyspark is a ~456 MB source distribution: about 3-4 min cold, ~35 s from a warm pip cache (keep ~/.cache/pip).
+# pyspark is a ~456 MB source distribution: about 3-4 min cold with pip, ~27 s with uv (scripts/venv_install.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/apt_install.sh"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,7 +26,8 @@ PY
 }
 
 if ! installed; then
-    "${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check -e "${ROOT}[spark]"
+    source "${ROOT}/scripts/venv_install.sh"
+    venv_install "$VENV" -e "${ROOT}[spark]"
 fi
 echo "spark engine: $(java -version 2>&1 | head -n1), pyspark $("${VENV}/bin/python" -c \
     'import importlib.metadata as m; print(m.version("pyspark"), "dbt-spark", m.version("dbt-spark"))')"
