@@ -48,10 +48,14 @@ from pipelines.sources.demo_shapes import DEMO_FEATURE_NODES
 
 DEFAULT_DAY = date(2025, 3, 3)  # the day scripts/gen_prom_scale.py writes
 TRANSFORM_LAYERS = ("staging", "intermediate", "marts")
+# the targets as the issues write them: issue 26 (speed, third round) for the day at scale, issue 17 for the
+# queries, the backfill's history and the Prometheus extraction
 TARGETS = {
-    "transform_5000_s": 180.0,
-    "transform_5000_rss_mib": 6 * 1024.0,
-    "transform_1000_s": 30.0,
+    "day_5000_s": 60.0,  # load + seed + lookups + transform + publish
+    "day_5000_rss_mib": 3 * 1024.0,
+    "model_1000_s": 5.0,  # dbt model time of the 1,000-node day
+    "scan_ratio": 8.0,  # transform model time ÷ one scan-and-group of the container-hours
+    "landing_rows_per_s": 2_000_000.0,
     "query_1000_30d_s": 0.25,  # p95, both shapes (issue 17)
     "query_5000_30d_s": 1.0,
     "prom_s_per_hour": 2.0,  # at 200 nodes / 4,000 pods (issue 17)
@@ -320,14 +324,25 @@ def target_lines(summaries: list[dict[str, Any]], prom: StageResult | None, days
 
     if 5000 in by:
         s = by[5000]
-        out.append(f"5,000-node day transform {s['transform_s']:.1f} s (target < {TARGETS['transform_5000_s']:.0f} s), "
-                   f"peak RSS {s['transform_peak_rss_mib'] / 1024:.2f} GiB (target < 6 GiB): "
-                   + mark(s["transform_s"] < TARGETS["transform_5000_s"]
-                          and s["transform_peak_rss_mib"] < TARGETS["transform_5000_rss_mib"]))
+        if s["day_s"] is None:
+            out.append("5,000-node day (load → publish): not measured (a stage of the day did not run)")
+        else:
+            out.append(f"5,000-node day (load → publish) {s['day_s']:.1f} s, peak RSS {s['day_peak_rss_mib'] / 1024:.2f} "
+                       f"GiB (target ≤ {TARGETS['day_5000_s']:.0f} s, ≤ {TARGETS['day_5000_rss_mib'] / 1024:.0f} GiB, "
+                       "no spill: see the DuckDB profile in BENCHMARKS.md): "
+                       + mark(s["day_s"] <= TARGETS["day_5000_s"] and s["day_peak_rss_mib"] <= TARGETS["day_5000_rss_mib"]))
     if 1000 in by:
         s = by[1000]
-        out.append(f"1,000-node day transform {s['transform_s']:.1f} s (target < 30 s): "
-                   + mark(s["transform_s"] < TARGETS["transform_1000_s"]))
+        out.append(f"1,000-node model time {s['model_s']:.1f} s (target ≤ {TARGETS['model_1000_s']:g} s): "
+                   + mark(s["model_s"] <= TARGETS["model_1000_s"]))
+    for s in summaries:
+        if s.get("scan_ratio") is not None:
+            out.append(f"{s['scale']:,}-node transform ÷ scan pass {s['scan_ratio']:.1f}× model time "
+                       f"(target ≤ {TARGETS['scan_ratio']:g}×): " + mark(s["scan_ratio"] <= TARGETS["scan_ratio"]))
+        if s.get("landing_rows_per_s"):
+            out.append(f"{s['scale']:,}-node landing {s['landing_rows_per_s'] / 1e6:.2f} M rows/s "
+                       f"(target ≥ {TARGETS['landing_rows_per_s'] / 1e6:g} M): "
+                       + mark(s["landing_rows_per_s"] >= TARGETS["landing_rows_per_s"]))
     for nodes, target in ((1000, TARGETS["query_1000_30d_s"]), (5000, TARGETS["query_5000_30d_s"])):
         s = by.get(nodes)
         if s and days >= 30 and s["queries"]:

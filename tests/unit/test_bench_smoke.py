@@ -113,3 +113,35 @@ def test_baseline_comparison_finds_a_changed_number(tmp_path: Path) -> None:
     assert not same and "DIFFERENT" in text and "fct_cluster_daily" in text, text
     same, text = compare_to_baseline(tmp_path / "missing", "scale-10", tmp_path / "same")
     assert not same and "no " in text
+
+
+def test_target_lines_print_the_targets_as_the_issues_write_them():
+    """Issue 26's table (the 5,000-node day load → publish ≤ 60 s and ≤ 3 GiB, the 1,000-node model time ≤ 5 s,
+    transform ÷ scan pass ≤ 8×, landing ≥ 2 M rows/s) and issue 25's small day (warm ≤ 15 s, setup ≤ 2 s)."""
+    from bench.__main__ import target_lines
+    from bench.demo_e2e import format_demo_e2e
+    from bench.report import summary_row
+
+    def day(scale: int, secs: float, rss: float, model: float, scan: float, rate: float) -> dict:
+        stages = [StageResult(name, secs, rss, {"rows_out": 10, "rows_per_s": rate} if name == "load" else {})
+                  for name in ("load", "dbt seed", "lookups", "publish")]
+        stages += [StageResult("dbt transform", secs, rss, {"seconds": model}),
+                   StageResult("scan pass", 1.0, 50.0, {"seconds": scan})]
+        return summary_row(scale, stages, None, None)
+
+    fast = target_lines([day(5000, 10.0, 2048.0, 4.0, 1.0, 3e6), day(1000, 1.0, 500.0, 4.0, 1.0, 3e6)], None, 1)
+    assert "5,000-node day (load → publish) 50.0 s, peak RSS 2.00 GiB (target ≤ 60 s, ≤ 3 GiB" in fast[0]
+    assert fast[0].endswith(": met") and "1,000-node model time 4.0 s (target ≤ 5 s): met" in fast
+    assert "1,000-node transform ÷ scan pass 4.0× model time (target ≤ 8×): met" in fast
+    assert "5,000-node landing 3.00 M rows/s (target ≥ 2 M): met" in fast
+    slow = target_lines([day(5000, 20.0, 4096.0, 90.0, 1.0, 5e5), day(1000, 2.0, 500.0, 17.8, 1.0, 5e5)], None, 1)
+    assert slow[0].endswith("NOT MET") and "1,000-node model time 17.8 s (target ≤ 5 s): NOT MET" in slow
+    assert "1,000-node transform ÷ scan pass 17.8× model time (target ≤ 8×): NOT MET" in slow
+    assert "5,000-node landing 0.50 M rows/s (target ≥ 2 M): NOT MET" in slow
+    no_publish = summary_row(5000, [StageResult("dbt transform", 1.0, 1.0, {"seconds": 1.0})], None, None)
+    assert target_lines([no_publish], None, 1)[0].endswith("not measured (a stage of the day did not run)")
+
+    warm = StageResult("warm materialize", 14.0, 900.0, {"load_before": 0.1, "load_after": 0.2, "stages": [
+        "setup: ok in 2.5 s (Dagster instance and definitions)", "transform: ok in 9.0 s"]})
+    text = format_demo_e2e([warm])
+    assert "15 ok" in text and "Dagster setup 2.5 s (target ≤ 2 s): MISS" in text
