@@ -19,3 +19,15 @@
     end
 {%- endmacro %}
 
+
+{#- How a node's or a volume's day met the bill, ONE rule for both (int_nodes_reconciled_daily,
+    int_volumes_reconciled_daily): no provider id to match on; matched a bill line; the bill covers the day but has
+    no line for it; or no bill for the day at all. -#}
+{% macro reconciliation_status(resource_key, bill_key, bill_day) -%}
+    case
+        when {{ resource_key }} is null then 'no_resource_id'
+        when {{ bill_key }} is not null then 'reconciled'
+        when {{ bill_day }} is not null then 'unmatched'
+        else 'no_bill'
+    end
+{%- endmacro %}

@@ -35,12 +35,8 @@ billed as (
         keyed.*,
         bill.effective_cost as billed_cost,
         bill.account_id,
-        case
-            when keyed.resource_key is null then 'no_resource_id'
-            when bill.resource_key is not null then 'reconciled'
-            when bill_days.usage_date is not null then 'unmatched'
-            else 'no_bill'
-        end as reconciliation_status
+        {{ reconciliation_status('keyed.resource_key', 'bill.resource_key', 'bill_days.usage_date') }}
+            as reconciliation_status
     from keyed
     left join {{ ref('int_cloud_costs_keyed_daily') }} as bill
         on bill.usage_date = keyed.usage_date and bill.resource_key = keyed.resource_key

@@ -31,12 +31,8 @@ billed as (
         volume_keys.resource_key,
         bill.effective_cost as billed_cost,
         bill.account_id,
-        case
-            when volume_keys.resource_key is null then 'no_resource_id'
-            when bill.resource_key is not null then 'reconciled'
-            when bill_days.usage_date is not null then 'unmatched'
-            else 'no_bill'
-        end as reconciliation_status
+        {{ reconciliation_status('volume_keys.resource_key', 'bill.resource_key', 'bill_days.usage_date') }}
+            as reconciliation_status
     from volumes
     left join volume_keys
         on volume_keys.cluster = volumes.cluster and volume_keys.usage_date = volumes.usage_date
