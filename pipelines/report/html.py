@@ -173,6 +173,31 @@ those headline figures, but none exceeds its quantity's.</p>
 {% endfor %}
 </table>
 <p class="muted">Each code, whether it makes cost or carbon uncertain, and when it is set: docs/METHOD.md, "Reason codes".</p>
+
+<h2>The bill against list prices</h2>
+{% if not bill %}
+<p class="muted" id="bill-none">Costs are list prices: no cloud bill covers these days (<code>billing.focus_path</code>).</p>
+{% else %}
+<p>The cloud bill (FOCUS) matched {{ num("bill_reconciled_asset_days", bill[-1].reconciled, "count", cluster="__all__", start=s, end=e) }}
+asset-days (nodes and volumes by provider id): billed {{ num("bill_billed_cost", bill[-1].billed_cost, "usd", cluster="__all__", start=s, end=e) }}
+against {{ num("bill_list_cost", bill[-1].list_cost, "usd", cluster="__all__", start=s, end=e) }} at list prices. The marts keep the
+list cost in <code>total_cost</code> and carry the difference as cost adjustments, which add up to it; the API's <code>totalCost</code>
+includes them unless <code>reconcile=false</code>. The other figures on this page are list-priced.</p>
+<table id="bill"><tr><th>cluster</th><th class="r">list cost (matched)</th><th class="r">billed cost</th><th class="r">adjustment</th>
+<th class="r">asset-days matched</th><th class="r">not on the bill</th><th class="r">no provider id</th><th class="r">no bill that day</th></tr>
+{% for b in bill %}{% set keys = {"cluster": b.cluster, "start": s, "end": e} %}
+<tr><td>{{ "all clusters" if b.cluster == "__all__" else b.cluster }}</td>
+<td class="r">{{ num("bill_list_cost", b.list_cost, "usd", **keys) }}</td>
+<td class="r">{{ num("bill_billed_cost", b.billed_cost, "usd", **keys) }}</td>
+<td class="r">{{ num("bill_cost_adjustment", b.cost_adjustment, "usd", **keys) }}</td>
+<td class="r">{{ num("bill_reconciled_asset_days", b.reconciled, "count", **keys) }}</td>
+<td class="r">{{ num("bill_unmatched_asset_days", b.unmatched, "count", **keys) }}</td>
+<td class="r">{{ num("bill_no_resource_id_asset_days", b.no_resource_id, "count", **keys) }}</td>
+<td class="r">{{ num("bill_no_bill_asset_days", b.no_bill, "count", **keys) }}</td></tr>
+{% endfor %}
+</table>
+<p class="muted">"Not on the bill": the bill covers the day but has no line for the asset's provider id (its list cost, {{ num("bill_unmatched_list_cost", bill[-1].unmatched_list_cost, "usd", cluster="__all__", start=s, end=e) }}, stays unadjusted). Load balancers are not matched yet. The rule: README, "Reconciliation with the cloud bill".</p>
+{% endif %}
 {% endif %}
 
 <h2>What to change</h2>

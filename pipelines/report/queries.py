@@ -169,6 +169,32 @@ def estimation_reasons(con: duckdb.DuckDBPyConnection, period: Period) -> list[d
         """, [period.start, period.end] * 2 + [list(codes["carbon"]), list(codes["cost"])])
 
 
+def bill_vs_list(con: duckdb.DuckDBPyConnection, period: Period) -> list[dict[str, Any]]:
+    """The cloud bill against the list prices (issue 28), per cluster then all clusters ('__all__'), from the
+    assets' reconciliation (marts.fct_asset_daily): the list and billed cost of the asset-days the bill matched
+    and their difference (the allocations' cost adjustments add up to it), and how many asset-days the bill
+    covered without a line for them (unmatched), had no provider id (no_resource_id) or fell on a day without a
+    bill (no_bill). Empty when no asset-day of the period met a bill: the report then says costs are list prices."""
+    rows = _rows(con, """
+        with totals as (
+            select coalesce(cluster, '__all__') as cluster,
+                   count(*) filter (where reconciliation_status = 'reconciled') as reconciled,
+                   count(*) filter (where reconciliation_status = 'unmatched') as unmatched,
+                   count(*) filter (where reconciliation_status = 'no_resource_id') as no_resource_id,
+                   count(*) filter (where reconciliation_status = 'no_bill') as no_bill,
+                   sum(total_cost) filter (where reconciliation_status = 'reconciled') as list_cost,
+                   sum(billed_cost) filter (where reconciliation_status = 'reconciled') as billed_cost,
+                   sum(cost_adjustment) as cost_adjustment,
+                   sum(total_cost) filter (where reconciliation_status = 'unmatched') as unmatched_list_cost
+            from marts.fct_asset_daily
+            where usage_date between ? and ?
+            group by grouping sets ((cluster), ())
+        )
+        select * from totals order by cluster = '__all__', cluster
+        """, [period.start, period.end])
+    return rows if any(r["reconciled"] or r["unmatched"] for r in rows) else []
+
+
 def has_recommendations(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute("select count(*) from duckdb_tables() where schema_name = 'marts' and table_name = ?",
                        [RECOMMENDATION_MART]).fetchone()[0] > 0

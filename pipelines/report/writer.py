@@ -74,6 +74,7 @@ def build_context(con: Any, period: Period, source: str, chart_cache: dict[tuple
         "written": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "clusters": clusters if all_row else [], "all_row": all_row, "charts": charts, "series": series,
         "chart_days": queries.CHART_DAYS, "rankings": rankings, "reasons": queries.estimation_reasons(con, period),
+        "bill": queries.bill_vs_list(con, period),
         "recommendations": None if recs is None else recs["rows"], "recs": recs,
         "recommendation_mart": queries.RECOMMENDATION_MART,
     }

@@ -10,6 +10,7 @@ says, the adjustments reach the allocations whole, and no energy or carbon numbe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -266,3 +267,37 @@ def test_the_api_adds_the_adjustments_with_reconcile_and_not_without(reconciled:
     for route in ("/model/allocation", "/allocation", "/model/assets"):
         status, body = get_json(reconciled.base, route, window=WINDOW, reconcile="maybe")
         assert status == 400 and body["message"].startswith("reconcile:"), body
+
+
+def _report_numbers(html: str) -> dict[tuple[str, str], float]:
+    """{(data-metric, data-cluster): data-value} of the report's bill table and sentence."""
+    out: dict[tuple[str, str], float] = {}
+    for tag in re.findall(r'<span class="num"[^>]*data-metric="bill_[^"]*"[^>]*>', html):
+        attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', tag))
+        out[(attrs["metric"], attrs["cluster"])] = float(attrs["value"])
+    return out
+
+
+def test_the_report_sets_the_bill_against_list_prices(reconciled: Reconciled) -> None:
+    """The day's report: the billed cost is the bill's own lines for the matched assets (written by this test),
+    their list cost is the day built without a bill, and the difference is the adjustments; without a bill the
+    page says costs are list prices."""
+    after = (reconciled.after.parent / "reports" / "daily" / f"{D1}.html").read_text()
+    got = _report_numbers(after)
+    names = list(reconciled.billed)
+    listed = _rows(reconciled.before, "select sum(total_cost) as c, count(*) as n from marts.fct_asset_daily "
+                   "where usage_date = ? and asset_name in (select unnest(?))", D1, names)[0]
+    assert listed["n"] == len(names)
+    assert got[("bill_billed_cost", "__all__")] == pytest.approx(sum(reconciled.billed.values()), **TOL)
+    assert got[("bill_list_cost", "__all__")] == pytest.approx(listed["c"], **TOL)
+    assert got[("bill_cost_adjustment", "__all__")] == pytest.approx(
+        sum(reconciled.billed.values()) - listed["c"], **TOL)
+    assert got[("bill_reconciled_asset_days", "__all__")] == len(names)
+    counts = _rows(reconciled.after, "select reconciliation_status as s, count(*) as n from marts.fct_asset_daily "
+                   "where usage_date = ? group by all", D1)
+    by = {r["s"]: r["n"] for r in counts}
+    assert got[("bill_unmatched_asset_days", "__all__")] == by.get("unmatched", 0) >= 1  # the unbilled node
+    assert got[("bill_no_resource_id_asset_days", "__all__")] == by.get("no_resource_id", 0) >= 1  # on-premises
+    assert 'id="bill-none"' not in after
+    before = (reconciled.before.parent / "reports" / "daily" / f"{D1}.html").read_text()
+    assert 'id="bill-none"' in before and not _report_numbers(before)
