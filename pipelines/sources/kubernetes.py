@@ -20,10 +20,12 @@ pydantic models accepting every object a real cluster (or an older apiserver) re
 - PodDisruptionBudget (policy/v1): minAvailable, maxUnavailable (an int, or a "N%" string as the API gives it),
   matchLabels{}, matchExpressions{index: {key, operator, values[]}} (null selector: matchLabels null, which
   selects no pod; `{}` selects every pod of the namespace), disruptionsAllowed, expectedPods (status)
+- HorizontalPodAutoscaler (autoscaling/v2): scaleTargetKind, scaleTargetName (spec.scaleTargetRef), minReplicas,
+  maxReplicas
 
 Each snapshot also lands one `ListedKinds` row (name `listed-kinds`, spec {listed[], skipped[]}): which kinds the
 API answered for that hour, so an empty list (no PodDisruptionBudget) is told apart from a kind never listed (403,
-404): the spot_eligible recommendation flags `pdb_not_checked` in the second case.
+404): the spot_eligible recommendation flags `pdb_not_checked` in the second case, hpa_candidate `hpa_not_checked`.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ _sleep: Callable[[float], None] = time.sleep  # tests replace it to assert Retry
 @dataclass(frozen=True)
 class _Kind:
     kind: str
-    api: str  # core | apps | batch | policy
+    api: str  # core | apps | batch | policy | autoscaling
     method: str  # list method on the official API class
     path: str  # for messages and RBAC hints
 
@@ -99,6 +101,8 @@ KINDS: tuple[_Kind, ...] = (
     _Kind("CronJob", "batch", "list_cron_job_for_all_namespaces", "/apis/batch/v1/cronjobs"),
     _Kind("PodDisruptionBudget", "policy", "list_pod_disruption_budget_for_all_namespaces",
           "/apis/policy/v1/poddisruptionbudgets"),
+    _Kind("HorizontalPodAutoscaler", "autoscaling", "list_horizontal_pod_autoscaler_for_all_namespaces",
+          "/apis/autoscaling/v2/horizontalpodautoscalers"),
 )
 # the marker row of each snapshot: which kinds were listed (module docstring)
 LISTED_KIND = "ListedKinds"
@@ -301,6 +305,13 @@ def _spec_pdb(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str,
     }
 
 
+def _spec_hpa(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    target = spec.get("scaleTargetRef") or {}
+    return {"scaleTargetKind": target.get("kind"), "scaleTargetName": target.get("name"),
+            "minReplicas": spec.get("minReplicas"), "maxReplicas": spec.get("maxReplicas")}
+
+
 def _spec_namespace(obj: dict[str, Any], warnings: list[str], where: str) -> dict[str, Any]:
     return {"phase": (obj.get("status") or {}).get("phase")}
 
@@ -313,6 +324,7 @@ _SPEC: dict[str, Callable[[dict[str, Any], list[str], str], dict[str, Any]]] = {
     "Service": _spec_service,
     "Namespace": _spec_namespace,
     "PodDisruptionBudget": _spec_pdb,
+    "HorizontalPodAutoscaler": _spec_hpa,
 }
 
 
@@ -480,7 +492,7 @@ def extract_kubernetes_snapshot(
     owns_client = api_client is None
     api = api_client or build_api_client(cluster)
     apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api), "batch": client.BatchV1Api(api),
-            "policy": client.PolicyV1Api(api)}
+            "policy": client.PolicyV1Api(api), "autoscaling": client.AutoscalingV2Api(api)}
     page_size = max(1, int(cluster.kubernetes.page_size))
     warnings: list[str] = []
     skipped: list[str] = []

@@ -18,7 +18,7 @@ from pipelines.sources.base import SourceError
 from pipelines.sources.kubernetes import extract_kubernetes_snapshot, parse_quantity
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
-from tests.fixtures.k8s_standin import K8sStandIn, default_cluster, pdb, uid_for
+from tests.fixtures.k8s_standin import K8sStandIn, default_cluster, hpa, pdb, uid_for
 
 pytestmark = pytest.mark.integration
 
@@ -219,6 +219,25 @@ def test_pod_disruption_budgets_are_projected_and_listed_kinds_marked(standin: K
     assert pdbs.loc["web"].namespace == "shop"
     listed = json.loads(_rows(result, "ListedKinds").loc["listed-kinds"].spec)
     assert listed == {"listed": [k.kind for k in k8s.KINDS], "skipped": []}
+
+
+def test_horizontal_pod_autoscalers_are_projected_and_a_refused_list_is_marked_skipped(standin: K8sStandIn) -> None:
+    """The HPAs' scale targets reach raw.k8s_objects (hpa_candidate leaves those Deployments out); a refused list
+    is a skip in ListedKinds, so the rows say hpa_not_checked, not "none"."""
+    standin.objects["/apis/autoscaling/v2/horizontalpodautoscalers"].append(
+        hpa("web", "shop", "web", min_replicas=3, max_replicas=12))
+    result = extract_kubernetes_snapshot(_cluster(standin.url), HOUR)
+    row = _rows(result, "HorizontalPodAutoscaler").loc["web"]
+    assert row.namespace == "shop"
+    assert json.loads(row.spec) == {"scaleTargetKind": "Deployment", "scaleTargetName": "web", "minReplicas": 3,
+                                    "maxReplicas": 12}
+    standin.forbidden.add("/apis/autoscaling/v2/horizontalpodautoscalers")
+    refused = extract_kubernetes_snapshot(_cluster(standin.url), HOUR)
+    assert refused.metadata["skipped_kinds"] == ["HorizontalPodAutoscaler"]
+    (warning,) = refused.metadata["warnings"]
+    assert 'grant verb "list" on resource "horizontalpodautoscalers" in API group "autoscaling"' in warning
+    listed = json.loads(_rows(refused, "ListedKinds").iloc[0].spec)
+    assert listed["skipped"] == ["HorizontalPodAutoscaler"] and "HorizontalPodAutoscaler" not in listed["listed"]
 
 
 def test_no_pod_disruption_budget_is_an_empty_list_not_a_skip() -> None:
