@@ -52,7 +52,7 @@ from pipelines.timeutil import hour_floor, utc_now
 
 from . import base
 from .base import ExtractResult, SourceError, auth_line
-from .faults import Problem, hint_for, kind_of_status
+from .faults import MAX_RETRY_AFTER_S, Problem, hint_for, kind_of_status
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ COLUMNS = [
 ]
 MAX_THROTTLE_RETRIES = 5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # throttling and apiserver overload are transient
-MAX_RETRY_AFTER_S = 60.0
 REQUEST_TIMEOUT_S = (10.0, 120.0)  # (connect, read)
 # kubectl stores the whole applied manifest here: it would bloat every row and is never read.
 DROPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})

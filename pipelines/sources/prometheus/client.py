@@ -21,10 +21,10 @@ from urllib.parse import urlparse
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from pipelines.settings import PrometheusSettings
 from pipelines.sources.base import SourceAuthError, SourceError
+from pipelines.sources.faults import CappedRetry
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +40,6 @@ _SA_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 class QueryTooLargeError(SourceError):
     """The server refused a query for its size: shrink the window or shard by namespace."""
-
-
-class _CappedRetry(Retry):
-    """urllib3 Retry whose Retry-After wait is capped, so a proxy cannot park a worker for an hour."""
-
-    RETRY_AFTER_CAP_S = 60.0
-
-    def get_retry_after(self, response: Any) -> float | None:
-        value = super().get_retry_after(response)
-        return None if value is None else min(value, self.RETRY_AFTER_CAP_S)
 
 
 @dataclass
@@ -86,7 +76,7 @@ class PrometheusClient:
         self.backend_version: str | None = None
 
         s = session or requests.Session()
-        retry = _CappedRetry(
+        retry = CappedRetry(  # Retry-After capped as for every HTTP source (sources/faults.py)
             total=settings.retries, connect=settings.retries, read=settings.retries,
             status=settings.retries, other=0,
             backoff_factor=backoff_factor, backoff_jitter=backoff_factor, backoff_max=30.0,
