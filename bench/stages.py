@@ -20,7 +20,8 @@ from bench.params import day_hours, dbt_args, paths, settings_for, window
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
                "fct_node_energy_daily")
 RAW_METRIC_TABLES = ("container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours",
-                     "pod_volume_hours", "service_hours", "gpu_hours", "metric_coverage_hours")
+                     "pod_volume_hours", "volume_stats_hours", "service_hours", "gpu_hours",
+                     "metric_coverage_hours")
 
 
 # --- stages ----------------------------------------------------------------------------------------------

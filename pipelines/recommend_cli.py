@@ -46,8 +46,8 @@ CSV_FIELDS = ("date", "cluster", "kind", "target", "action", "savingUsdPerMonth"
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `recommend` on the `kubeledger` subparsers (pipelines/cli.py)."""
     p = sub.add_parser("recommend", help="recommendations with $, kWh and CO2e per month (rightsizing, abandoned "
-                                         "workloads, idle namespaces, idle node pools, unclaimed volumes, "
-                                         "carbon-aware shifting)")
+                                         "workloads, idle namespaces, idle node pools, unclaimed and oversized "
+                                         "volumes, carbon-aware shifting)")
     p.add_argument("--window", default=None, metavar="Nd",
                    help="look-back window; must equal recommendations.window_days (default: the configured one)")
     p.add_argument("--date", type=date.fromisoformat, default=None,

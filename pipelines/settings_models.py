@@ -182,6 +182,7 @@ class RecommendationSettings:
     off_peak_min_hours: int = 4  # shortest daily block of quiet hours worth a scheduled scale-down
     hpa_min_burst_ratio: float = 2.0  # p95 / p50 of a Deployment's hourly CPU usage that makes it an HPA candidate
     hpa_target_utilization: float = 0.7  # the proposed HPA's CPU target (share of the request)
+    volume_headroom: float = 1.3  # PV rightsizing: the size kept holds the window's peak used bytes x this
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
     "recommendations.off_peak_min_hours": NumberRange(1, 23, integer=True, what="hours of the day"),
     "recommendations.hpa_min_burst_ratio": NumberRange(1, 1000, what="p95 / p50 of hourly CPU usage"),
     "recommendations.hpa_target_utilization": NumberRange(0, 1, lo_open=True, what="share of the CPU request"),
+    "recommendations.volume_headroom": NumberRange(1, 10, what="factor over the peak used bytes of a volume"),
     "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
     "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
     "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),

@@ -211,7 +211,7 @@ build it with a kubeledger version that has recommendations to see what to chang
 {% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
 <p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
 counted once, in order: retire idle namespaces, abandoned workloads and unclaimed volumes, rightsize what remains
-(requests, then replicas off-peak; an HPA is their alternative, the larger counted),
+(requests, then replicas off-peak; an HPA is their alternative, the larger counted; volumes to their peak use),
 re-pack the node pools with what that frees, then shift in time or zone, and last price what remains of a stateless workload at spot (dollars only); a recommendation another one makes moot counts nothing ("in …").
 Risk fixes raise a request to stop throttling or OOM kills: a cost increase, shown apart and never subtracted.</p>
 <div class="cards" id="recommendation-total">

@@ -117,11 +117,13 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
     container_hours, gpu_util = _container_hours(topo, pods, node_rm, rng, hod)
     service_hours = _service_hours(topo, pods)
     gpu_hours = _gpu_hours(topo, pods, node_on, gpu_util, rng)
+    pod_volume_hours = _pod_volume_hours(topo, pods)
     frames = {
         "container_hours": container_hours, "pod_hours": pod_hours, "node_hours": node_hours,
         "namespace_hours": topo.namespaces.copy(), "volume_hours": topo.volumes.copy(),
-        "pod_volume_hours": _pod_volume_hours(topo, pods), "service_hours": service_hours,
+        "pod_volume_hours": pod_volume_hours, "service_hours": service_hours,
         "gpu_hours": gpu_hours, COVERAGE_TABLE: _coverage(topo, service_hours, egress, gpu_hours),
+        "volume_stats_hours": _volume_stats_hours(cluster, topo, pod_volume_hours, H),
     }
     if not stamp:  # a range stamps its concatenated frames once (extract_demo_hours)
         return frames
@@ -319,6 +321,27 @@ def _pod_volume_hours(topo: _Topology, pods: _HourPods) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["namespace", "pod_uid", "pvc"])
 
 
+def _volume_stats_hours(cluster: ClusterSettings, topo: _Topology, mounts: pd.DataFrame, H: int) -> pd.DataFrame:
+    """The kubelet's stats of each mounted claim: a fill share fixed per volume by (seed, cluster, pv) and +-2 %
+    noise per hour. Drawn from a generator of its own, seeded by (seed, cluster, hour) under another name than the
+    hour's: the other tables' draws do not move when this one changes."""
+    cols = ["namespace", "pvc", "used_avg_bytes", "used_max_bytes", "capacity_bytes"]
+    claimed = topo.volumes.dropna(subset=["pvc"])
+    mounted = claimed.merge(mounts[["namespace", "pvc"]].drop_duplicates(), on=["namespace", "pvc"])
+    if mounted.empty:
+        return pd.DataFrame(columns=cols)
+    mounted = mounted.sort_values(["namespace", "pvc"], kind="stable").reset_index(drop=True)
+    rng = np.random.default_rng(_seed("volume-stats", cluster.demo.seed, cluster.name, H))
+    fill = np.array([0.08 + 0.8 * (_seed("volume-fill", cluster.demo.seed, cluster.name, pv) % 1000) / 1000
+                     for pv in mounted["pv"]])
+    capacity = mounted["pv_capacity_bytes"].to_numpy() * 0.98  # the filesystem's size: the PV less its metadata
+    used = capacity * np.clip(fill * (1 + rng.normal(0, 0.02, len(mounted))), 0.0, 1.0)
+    return pd.DataFrame({"namespace": mounted["namespace"], "pvc": mounted["pvc"], "used_avg_bytes": np.round(used),
+                         "used_max_bytes": np.round(np.minimum(used * rng.uniform(1.0, 1.03, len(mounted)),
+                                                               capacity)),
+                         "capacity_bytes": np.round(capacity)}, columns=cols)
+
+
 def _service_hours(topo: _Topology, pods: _HourPods) -> pd.DataFrame:
     """One row per LoadBalancer service and running backend pod; a service without pods keeps one row."""
     rows = []
@@ -400,7 +423,7 @@ def extract_demo_hours(cluster: ClusterSettings, hours: list[datetime]) -> Extra
     topo = _topology_for(cluster)
     raw = [_frames_for_hour(cluster, topo, h, stamp=False) for h in hours]
     tables = ("container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours",
-              "pod_volume_hours", "service_hours", "gpu_hours", COVERAGE_TABLE)
+              "pod_volume_hours", "service_hours", "gpu_hours", COVERAGE_TABLE, "volume_stats_hours")
     stamps = [_naive(h) for h in hours]
     batches = {t: (_stamp_range([r[t] for r in raw], cluster.name, stamps) if raw else pd.DataFrame())
                for t in tables}

@@ -22,6 +22,7 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
     "namespace_hours": ("cluster", "hour_ts"),
     "volume_hours": ("cluster", "hour_ts"),
     "pod_volume_hours": ("cluster", "hour_ts"),
+    "volume_stats_hours": ("cluster", "hour_ts"),
     "service_hours": ("cluster", "hour_ts"),
     "gpu_hours": ("cluster", "hour_ts"),
     "metric_coverage_hours": ("cluster", "hour_ts"),
@@ -40,7 +41,8 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
 
 METRICS_TABLES = (
     "container_hours", "pod_hours", "node_hours", "namespace_hours",
-    "volume_hours", "pod_volume_hours", "service_hours", "gpu_hours", "metric_coverage_hours",
+    "volume_hours", "pod_volume_hours", "volume_stats_hours", "service_hours", "gpu_hours",
+    "metric_coverage_hours",
 )
 
 

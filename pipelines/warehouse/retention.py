@@ -10,7 +10,8 @@ from pipelines.timeutil import naive_utc
 
 HOURLY_RAW_TABLES = (
     "container_hours", "pod_hours", "node_hours", "namespace_hours", "volume_hours", "pod_volume_hours",
-    "service_hours", "gpu_hours", "metric_coverage_hours", "k8s_objects", "carbon_intensity_hours",
+    "volume_stats_hours", "service_hours", "gpu_hours", "metric_coverage_hours", "k8s_objects",
+    "carbon_intensity_hours",
 )
 
 

@@ -99,6 +99,20 @@ create table if not exists raw.volume_hours (
     _extracted_at       timestamp not null
 );
 
+-- grain: one row per (cluster, hour_ts, namespace, pvc) from the kubelet's volume stats (reported while a pod on the
+-- node mounts the claim): the bytes the filesystem holds against its size (PV rightsizing)
+create table if not exists raw.volume_stats_hours (
+    cluster             varchar   not null,
+    hour_ts             timestamp not null,
+    namespace           varchar   not null,
+    pvc                 varchar   not null,
+    used_avg_bytes      double,                   -- kubelet_volume_stats_used_bytes, average over the hour
+    used_max_bytes      double,                   -- kubelet_volume_stats_used_bytes, maximum over the hour
+    capacity_bytes      double,                   -- kubelet_volume_stats_capacity_bytes (the filesystem's size)
+    _source             varchar   not null,
+    _extracted_at       timestamp not null
+);
+
 -- grain: one row per (cluster, hour_ts, pod_uid, pvc): which pods mount which claims
 create table if not exists raw.pod_volume_hours (
     cluster         varchar   not null,

@@ -27,7 +27,7 @@ from pipelines.sources.prometheus import MAX_CHUNK_HOURS, PrometheusClient, _pla
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.landing import replace_partitions
 from tests.fixtures.prom_coverage import LEGACY
-from tests.fixtures.prom_scenario import DAY, HOURS, SCRAPE_S
+from tests.fixtures.prom_scenario import DAY, HOURS, SCRAPE_S, VOLUME_FS_BYTES, volume_used_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.prometheus]
 
@@ -128,6 +128,12 @@ def test_pod_node_namespace_volume_service_rows(extracted: Any, prometheus_scena
     assert pv2["pvc"].isna().all() and (pv2["pv_capacity_bytes"] == 5 * 2**30).all()
     mounts = extracted.batches["pod_volume_hours"]
     assert set(mounts["pvc"]) == {"data-web"} and mounts["pod_uid"].nunique() == 1 and len(mounts) == HOURS
+    stats = extracted.batches["volume_stats_hours"].set_index("hour_ts")  # the kubelet's, per claim (PV rightsizing)
+    assert set(zip(stats["namespace"], stats["pvc"], strict=True)) == {("team-a", "data-web")} and len(stats) == HOURS
+    want = [volume_used_bytes(i * 3600) for i in range(HOURS)]
+    assert stats.loc[HOURS_LIST, "used_max_bytes"].tolist() == want
+    assert stats.loc[HOURS_LIST, "used_avg_bytes"].tolist() == want
+    assert (stats["capacity_bytes"] == VOLUME_FS_BYTES).all()
     svc = extracted.batches["service_hours"]
     assert set(svc["service"]) == {"web-lb"}  # ClusterIP services are not landed
     assert (svc["ingress"] == "203.0.113.10").all()

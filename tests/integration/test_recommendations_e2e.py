@@ -2,7 +2,7 @@
 
 A 7-day backfill through the real CLI, then: each planted case gets its recommendation on the last day (an
 over-requested Deployment, an abandoned Deployment, an unmounted PVC, an over-provisioned node pool, a nightly
-CronJob), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
+CronJob; the default topology's claims that use a small share of their volume), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
 The default topology's diurnal Deployments (checkout-web) get an off-peak scale-down, recomputed here in pandas.
 """
 
@@ -98,6 +98,48 @@ def test_unmounted_claim_is_flagged(recs):
     r = _one(recs, "unclaimed_volume", "showcase/orphan-data")
     assert r["saving_usd_per_month"] > 0
     assert r["action"].startswith("Delete claim showcase/orphan-data")
+
+
+def test_oversized_volumes_are_rightsized(workdir, recs):
+    """PV rightsizing, recomputed from the landed kubelet stats: the window's peak used bytes x 1.3 in whole GiB (at
+    least 1) against the PV's capacity, kept where it is 20 % or more below; priced as fct_asset_daily prices the
+    same PV (the default $0.04 per GiB-month, flagged default_price there and here), counted whole in stage 2."""
+    window_start = datetime.combine(LAST - timedelta(days=6), time())
+    con = duckdb.connect(str(workdir / "wh" / "kubeledger.duckdb"), read_only=True)
+    try:
+        peaks = con.execute(
+            "select v.pv, s.namespace || '/' || s.pvc as target, max(s.used_max_bytes) as peak, "
+            "max(v.pv_capacity_bytes) as capacity from raw.volume_stats_hours s join raw.volume_hours v "
+            "on v.cluster = s.cluster and v.hour_ts = s.hour_ts and v.namespace = s.namespace and v.pvc = s.pvc "
+            "where s.hour_ts >= ? and s.hour_ts < ? group by all",
+            [window_start, datetime.combine(LAST + timedelta(days=1), time())]).df()
+        assets = con.execute(
+            "select asset_name, pv_cost / hours * 730 as monthly, price_source, is_estimated "
+            "from marts.fct_asset_daily where usage_date = ? and asset_kind = 'volume'", [LAST]).df()
+    finally:
+        con.close()
+    gib = 2.0**30
+    peaks["recommended"] = [max(math.ceil(p * 1.3 / gib - 1e-9), 1) * gib for p in peaks["peak"]]
+    expected = peaks[peaks["recommended"] < peaks["capacity"] * 0.8]
+    rows = {r["target"]: r for r in recs if r["kind"] == "volume_rightsizing"}
+    assert len(expected) >= 1 and set(rows) == set(expected["target"])
+    assets = assets.set_index("asset_name")
+    for _, e in expected.iterrows():
+        r = rows[e["target"]]
+        ev = json.loads(r["evidence"])
+        assert ev["pv"] == e["pv"] and ev["recommended_bytes"] == e["recommended"]
+        assert ev["peak_used_bytes"] == e["peak"] and ev["capacity_bytes"] == e["capacity"]
+        # the PV's monthly cost in fct_asset_daily (the default $0.04 per GiB-month), for the GiB no longer provisioned
+        asset = assets.loc[e["pv"]]
+        assert r["saving_usd_per_month"] == pytest.approx(asset["monthly"] * (1 - e["recommended"] / e["capacity"]),
+                                                          rel=1e-9)
+        assert r["saving_usd_per_month"] == pytest.approx((e["capacity"] - e["recommended"]) / gib * 0.04, rel=1e-6)
+        assert asset["price_source"] == "default" and asset["is_estimated"]
+        assert "default_price" in r["estimation_reasons"].split(",")
+        assert r["is_estimated"] and r["stage"] == 2 and r["superseded_by"] is None
+        assert r["counted_usd_per_month"] == pytest.approx(r["saving_usd_per_month"], rel=1e-12)
+        assert r["hours_covered"] == 168 and json.loads(r["evidence"])["hours_with_stats"] > 0
+        assert r["action"].startswith(f"Shrink claim {e['target']} (volume {e['pv']}) from ")
 
 
 def test_over_provisioned_pool_can_lose_a_node(recs):
@@ -316,6 +358,7 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
                        if r["kind"] == "idle_namespace"}
     retired = {tuple(r[controller]): r["recommendation_id"] for _, r in recs.iterrows()
                if r["kind"] == "abandoned_workload"}
+    unclaimed = {r["target"]: r["recommendation_id"] for _, r in recs.iterrows() if r["kind"] == "unclaimed_volume"}
 
     def retired_by(r: pd.Series) -> str | None:  # an idle namespace retires everything in it, before its workloads
         if r["kind"] not in ("idle_namespace", "unclaimed_volume") and r["namespace"] in idle_namespaces:
@@ -333,8 +376,10 @@ def _independent_total(warehouse: Path) -> tuple[dict[str, tuple[float, float, f
             counted[rid] = (max(x.cpu_usd, 0) + max(x.ram_usd, 0), max(x.kwh, 0), max(x.cpu_g, 0) + max(x.ram_g, 0))
         elif r["kind"] in ("off_peak_scale_down", "hpa_candidate") and retired_by(r):
             counted[rid], superseded[rid] = (0.0, 0.0, 0.0), retired_by(r)
+        elif r["kind"] == "volume_rightsizing" and r["target"] in unclaimed:  # the volume is retired whole
+            counted[rid], superseded[rid] = (0.0, 0.0, 0.0), unclaimed[r["target"]]
         elif r["kind"] in ("idle_namespace", "abandoned_workload", "unclaimed_volume", "off_peak_scale_down",
-                           "hpa_candidate"):
+                           "hpa_candidate", "volume_rightsizing"):
             counted[rid] = tuple(max(r[f"saving_{q}_per_month"], 0.0) for q in ("usd", "kwh", "co2e_g"))
     _hpa_alternatives(recs, parts, counted, superseded)
     freed = _freed_on_pools(recs, costs, counted)

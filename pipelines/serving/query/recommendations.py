@@ -29,7 +29,8 @@ OUTCOMES_MART = "fct_recommendation_outcome_daily"
 STATUSES = ("open", "dismissed", "applied")
 MIB = 1024.0 * 1024.0
 KINDS = ("container_rightsizing", "abandoned_workload", "idle_namespace", "idle_node_pool", "unclaimed_volume",
-         "carbon_shift_time", "carbon_shift_zone", "off_peak_scale_down", "hpa_candidate", "spot_eligible")
+         "carbon_shift_time", "carbon_shift_zone", "off_peak_scale_down", "hpa_candidate", "spot_eligible",
+         "volume_rightsizing")
 FILTER_FIELDS = {"cluster": "cluster", "namespace": "namespace", "controllerkind": "controllerkind",
                  "controllername": "controllername", "container": "container"}
 FILTER_ALLOWED = ('use field op "value" joined by + (and) or | (or); fields: cluster, namespace, controllerKind, '

@@ -1,4 +1,5 @@
-"""Prometheus extractor: per-hour container, pod, node, namespace, volume, service and GPU rows (raw.*).
+"""Prometheus extractor: per-hour container, pod, node, namespace, volume (with the kubelet's volume stats),
+service and GPU rows (raw.*).
 
 How an hour [h, h+1) is read (SOURCES.md §1-3), and where each part lives:
 - `client`: the HTTP API client (auth, TLS, retries, size limit, errors as SourceError) and the detection of the
@@ -32,6 +33,7 @@ from pipelines.sources.prometheus.frames import (
     SERVICE_COLS,
     SOURCE,
     VOLUME_COLS,
+    VOLUME_STATS_COLS,
 )
 from pipelines.sources.prometheus.query_plan import (
     LABEL_NAME_RE,
@@ -50,7 +52,7 @@ from pipelines.sources.prometheus.runner import Point, _Runner
 __all__ = [
     "CONTAINER_COLS", "GPU_COLS", "LABEL_NAME_RE", "MAX_CHUNK_HOURS", "MAX_RESPONSE_BYTES", "NAMESPACE_COLS",
     "NODE_COLS", "POD_COLS", "POD_VOLUME_COLS", "RETRY_STATUSES", "SERVICE_COLS", "SOURCE", "VOLUME_COLS",
-    "Point", "PrometheusClient", "QueryResult", "QueryTooLargeError", "_Query", "_Runner", "_plan",
+    "VOLUME_STATS_COLS", "Point", "PrometheusClient", "QueryResult", "QueryTooLargeError", "_Query", "_Runner", "_plan",
     "equal_matcher", "escape_label_value", "escape_regex", "extract_prometheus_hours", "hour_chunks",
     "regex_matcher", "validate_label_name",
 ]

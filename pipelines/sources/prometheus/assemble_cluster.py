@@ -27,6 +27,7 @@ from pipelines.sources.prometheus.frames import (
     SERVICE_COLS,
     SOURCE,
     VOLUME_COLS,
+    VOLUME_STATS_COLS,
     QueryParts,
     dumps,
     merge_json,
@@ -130,6 +131,20 @@ class ClusterFrames(QueryParts):
                 mounts.append({"cluster": self.cluster, "hour_ts": h, "namespace": lab.get("namespace", ""),
                                "pod_uid": lab["uid"], "pvc": lab["persistentvolumeclaim"], "_source": SOURCE})
         return to_frame(list(rows.values()), VOLUME_COLS), to_frame(mounts, POD_VOLUME_COLS).drop_duplicates()
+
+    def volume_stats(self) -> pd.DataFrame:
+        """The kubelet's used and total bytes of each mounted claim per hour (no row for an unmounted claim: the
+        kubelet reports the volumes its pods mount)."""
+        rows: dict[tuple, dict[str, Any]] = {}
+        for part, col in (("used_avg", "used_avg_bytes"), ("used_max", "used_max_bytes"),
+                          ("stats_capacity", "capacity_bytes")):
+            for h, lab, v in self.part("volumes", part):
+                ns, pvc = lab.get("namespace"), lab.get("persistentvolumeclaim")
+                if not ns or not pvc:
+                    continue
+                rows.setdefault((h, ns, pvc), {"cluster": self.cluster, "hour_ts": h, "namespace": ns, "pvc": pvc,
+                                               "_source": SOURCE})[col] = v
+        return to_frame(list(rows.values()), VOLUME_STATS_COLS)
 
     def services(self) -> pd.DataFrame:
         ingress: dict[tuple, str] = {}

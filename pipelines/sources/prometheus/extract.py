@@ -152,6 +152,7 @@ def _frames(cluster: str, scrape_s: float, parts: Parts, hours: list[datetime], 
         "namespace_hours": pod_frames.namespaces(),
         "volume_hours": volumes,
         "pod_volume_hours": pod_volumes,
+        "volume_stats_hours": cluster_frames.volume_stats(),
         "service_hours": cluster_frames.services(),
     }
     batches[COVERAGE_TABLE], absent = cluster_frames.coverage(hours)

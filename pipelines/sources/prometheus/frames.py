@@ -37,6 +37,9 @@ VOLUME_COLS = [
     "provider_volume_id", "active_minutes", "_source",
 ]
 POD_VOLUME_COLS = ["cluster", "hour_ts", "namespace", "pod_uid", "pvc", "_source"]
+VOLUME_STATS_COLS = [
+    "cluster", "hour_ts", "namespace", "pvc", "used_avg_bytes", "used_max_bytes", "capacity_bytes", "_source",
+]
 SERVICE_COLS = [
     "cluster", "hour_ts", "namespace", "service", "service_type", "ingress", "active_minutes", "pod_uid",
     "_source",

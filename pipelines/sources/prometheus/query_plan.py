@@ -310,6 +310,13 @@ class _PromQL:
                         f"{sel('kube_persistentvolume_capacity_bytes', m)}[{w}]))",
             pv_claim="max by (persistentvolume, claim_namespace, name) "
                      f"(last_over_time({sel('kube_persistentvolume_claim_ref', m)}[{w}]))",
+            # the kubelet's filesystem stats of each mounted claim (PV rightsizing): used bytes against the size
+            used_avg="max by (namespace, persistentvolumeclaim) (avg_over_time("
+                     f"{sel('kubelet_volume_stats_used_bytes', m)}[{w}]))",
+            used_max="max by (namespace, persistentvolumeclaim) (max_over_time("
+                     f"{sel('kubelet_volume_stats_used_bytes', m)}[{w}]))",
+            stats_capacity="max by (namespace, persistentvolumeclaim) (max_over_time("
+                           f"{sel('kubelet_volume_stats_capacity_bytes', m)}[{w}]))",
         )
 
     def gpu(self, m: list[str]) -> str:

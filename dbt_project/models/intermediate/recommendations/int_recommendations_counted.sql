@@ -9,7 +9,9 @@
 --     is computed on the rightsized requests (depends_on the Deployment's rightsizing rows) and counted with them;
 --     an HPA is their alternative: per Deployment, the larger $ of (HPA) and (rightsizing savings + off-peak) is
 --     counted (then the larger CO2e; a tie keeps the rightsizing), the other superseded by it; a Deployment with a
---     request to raise (a risk fix) keeps its rightsizing and gets no HPA (an HPA scales on the request);
+--     request to raise (a risk fix) keeps its rightsizing and gets no HPA (an HPA scales on the request); a
+--     volume's rightsizing is counted whole unless its volume is retired as unclaimed (superseded by that row,
+--     counted 0), and no namespace retirement supersedes it (idle namespaces do not count their volumes);
 --   3 re-pack: a pool's node removal T overlaps the stage-1/2 savings S of the workloads on the pool (by their cost
 --     share on it), so the pool row counts max(T - S, 0) per quantity: the pool adds up to max(S, T);
 --   4 shift: time and zone shifts of one controller are alternatives (the larger CO2e saving is counted) and a
@@ -27,7 +29,7 @@
 {%- set kinds = ['int_container_requests_rightsized', 'int_abandoned_workloads_flagged', 'int_namespaces_idle_flagged',
                  'int_node_pools_idle_sized', 'int_volumes_unclaimed_flagged', 'int_batch_runs_shifted',
                  'int_workloads_zone_shifted', 'int_deployments_off_peak_scaled', 'int_deployments_autoscaled',
-                 'int_workloads_spot_priced'] %}
+                 'int_workloads_spot_priced', 'int_volumes_rightsized'] %}
 {%- set sizing_kinds = "('container_rightsizing', 'off_peak_scale_down', 'hpa_candidate')" %}
 {%- set columns = ['usage_date', 'cluster', 'recommendation_id', 'kind', 'namespace', 'controller_kind',
                    'controller', 'container', 'target', 'action', 'window_days', 'days_of_data', 'hours_covered',
@@ -80,11 +82,18 @@ retired_namespaces as (
     where kind = 'idle_namespace' and status <> 'dismissed'
 ),
 
+-- a volume retired as unclaimed is not also rightsized (both kinds name the volume by its claim, else the PV)
+retired_volumes as (
+    select usage_date, cluster, target, recommendation_id as retired_by
+    from recommendations
+    where kind = 'unclaimed_volume' and status <> 'dismissed'
+),
+
 -- stages 1 and 2: the parts of each row that save, and those that raise a request
 parted as (
     select
         r.*,
-        coalesce(retired_namespaces.retired_by, retired.retired_by) as retired_by,
+        coalesce(retired_namespaces.retired_by, retired.retired_by, retired_volumes.retired_by) as retired_by,
         case when r.status = 'dismissed' then 0 when r.kind = 'container_rightsizing' then
             greatest(p.saving_cpu_usd_per_month, 0) + greatest(p.saving_ram_usd_per_month, 0)
         else greatest(r.saving_usd_per_month, 0) end as saving_part_usd,
@@ -108,8 +117,12 @@ parted as (
         and retired.namespace = r.namespace and retired.controller_kind = r.controller_kind
         and retired.controller = r.controller
     left join retired_namespaces
-        on r.kind not in ('idle_namespace', 'unclaimed_volume') and retired_namespaces.usage_date = r.usage_date
+        on r.kind not in ('idle_namespace', 'unclaimed_volume', 'volume_rightsizing')
+        and retired_namespaces.usage_date = r.usage_date
         and retired_namespaces.cluster = r.cluster and retired_namespaces.namespace = r.namespace
+    left join retired_volumes
+        on r.kind = 'volume_rightsizing' and retired_volumes.usage_date = r.usage_date
+        and retired_volumes.cluster = r.cluster and retired_volumes.target = r.target
 ),
 
 -- stage 2 alternatives, per Deployment: its HPA against its rightsizing savings plus its off-peak scale-down
@@ -272,6 +285,7 @@ counted as (
         case parted.kind
             when 'idle_namespace' then 1 when 'abandoned_workload' then 1 when 'unclaimed_volume' then 1
             when 'container_rightsizing' then 2 when 'off_peak_scale_down' then 2 when 'hpa_candidate' then 2
+            when 'volume_rightsizing' then 2
             when 'idle_node_pool' then 3 when 'spot_eligible' then 5 else 4
         end as stage,
         case
