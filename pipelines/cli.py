@@ -380,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipelines.recommend_cli import add_parser as add_recommend_parser
 
     _common(add_recommend_parser(sub))
+    from pipelines.focus_export_cli import add_parser as add_export_parser
+
+    add_export_parser(sub, _common)
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
     add_report_parser(sub, _parse_date, _common)
     repair = sub.add_parser("repair-instance",
@@ -392,6 +395,12 @@ def _recommend(args: argparse.Namespace, settings: Settings) -> int:
     from pipelines.recommend_cli import run_recommend
 
     return run_recommend(args, settings)
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.focus_export_cli import run_export
+
+    return run_export(args, settings)
 
 
 def _pop_config(rest: list[str]) -> tuple[list[str], str | None]:
@@ -444,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": lambda: cmd_serve(args, settings),
         "bench": lambda: cmd_bench(args, settings, passthrough),
         "recommend": lambda: _recommend(args, settings),
+        "export": lambda: _export(args, settings),
         "repair-instance": lambda: cmd_repair_instance(settings),
         "report": lambda: cmd_report(args, settings),
     }

@@ -13,7 +13,7 @@ from pipelines.warehouse.retention import prune_raw
 
 MART_KEYS = [["marts", name] for name in (
     "fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
-    "fct_node_energy_daily")]
+    "fct_node_energy_daily", "fct_focus_allocation_daily")]
 
 
 @dg.asset(key=["serving", "warehouse"], deps=MART_KEYS, partitions_def=daily_partitions,

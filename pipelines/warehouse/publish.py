@@ -40,10 +40,11 @@ from pipelines import SQL_DIR
 from pipelines.warehouse.allocation_rollup import build_rollup
 
 # Every mart copied into the serving copy. The Parquet export holds those partitioned by cluster and usage_date:
-# the cloud bill (fct_cloud_cost_daily) has no cluster and is served only.
+# the cloud bill (fct_cloud_cost_daily) has no cluster and is served only. The allocations as FOCUS rows
+# (fct_focus_allocation_daily) are partitioned like the allocation mart, so they are exported too.
 MART_TABLES = ("fct_allocation_daily", "fct_allocation_shared_daily", "fct_asset_daily", "fct_cluster_daily",
                "fct_node_energy_daily", "fct_recommendation_daily", "fct_recommendation_outcome_daily",
-               "fct_cloud_cost_daily")
+               "fct_cloud_cost_daily", "fct_focus_allocation_daily")
 PARQUET_MARTS = tuple(t for t in MART_TABLES if t != "fct_cloud_cost_daily")
 LAKE_FILE = "lake.duckdb"
 # the allocation API's names for rows without a namespace (pipelines/serving): written into the Parquet export so

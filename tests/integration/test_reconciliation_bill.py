@@ -10,6 +10,7 @@ says, the adjustments reach the allocations whole, and no energy or carbon numbe
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import duckdb
 import pytest
 
 from tests.fixtures.api_client import get_json, serve_api
+from tests.fixtures.focus_spec_rules import check_dataset
 from tests.fixtures.pipeline_workdir import D1, published_workdir, run_cli
 
 pytestmark = pytest.mark.integration
@@ -301,3 +303,88 @@ def test_the_report_sets_the_bill_against_list_prices(reconciled: Reconciled) ->
     assert 'id="bill-none"' not in after
     before = (reconciled.before.parent / "reports" / "daily" / f"{D1}.html").read_text()
     assert 'id="bill-none"' in before and not _report_numbers(before)
+
+
+# --- FOCUS out: `kubeledger export focus` of the same day, with and without the bill --------------------------
+
+def _export(warehouse: Path, name: str, fmt: str) -> Path:
+    """`kubeledger export focus` of D1 from the workdir of `warehouse` (its serving copy), as `fmt`."""
+    workdir = warehouse.parent.parent
+    out = workdir / "exports" / f"{name}.{fmt}"
+    proc = run_cli(workdir, "export", "focus", "--start", D1.isoformat(), "--end", D1.isoformat(),
+                   "--out", str(out), "--format", fmt)
+    assert out.is_file() and "wrote" in proc.stdout, proc.stdout + proc.stderr
+    assert not list(out.parent.glob(".*.tmp")), "the temporary file is renamed into place"
+    return out
+
+
+def _read_back(path: Path, text: bool = False) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The export read back with DuckDB: ({column: type}, rows); a CSV as text (every column VARCHAR)."""
+    con = duckdb.connect()
+    try:
+        source = (f"read_csv('{path}', all_varchar = true, header = true)" if text else f"read_parquet('{path}')")
+        cur = con.execute(f"select * from {source}")  # noqa: S608 - a path this test wrote
+        cols = [d[0] for d in cur.description]
+        rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        describe = f"select column_name, column_type from (describe select * from {source})"  # noqa: S608
+        types = dict(con.execute(describe).fetchall())
+    finally:
+        con.close()
+    return {c: types[c] for c in cols}, rows
+
+
+@pytest.fixture(scope="module")
+def focus_exports(reconciled: Reconciled) -> dict[str, Path]:
+    return {"after": _export(reconciled.after, "after", "parquet"),
+            "before": _export(reconciled.before, "before", "csv")}
+
+
+def test_the_focus_export_keeps_the_specifications_column_rules(reconciled: Reconciled,
+                                                               focus_exports: dict[str, Path]) -> None:
+    """Both exports against FOCUS 1.2's rules (tests/fixtures/focus_spec_rules.py, from the specification's text):
+    mandatory columns, types, nullability, allowed values, Key-Value Tags, x_ custom columns after the FOCUS ones;
+    the CSV also against the Date/Time and Numeric text formats. The day with the bill names the billing account on
+    every row; without a bill BillingAccountId is NULL exactly where x_BillingAccountSource says unknown."""
+    types, rows = _read_back(focus_exports["after"])
+    assert rows and check_dataset(types, rows) == []
+    assert {r["x_BillingAccountSource"] for r in rows} == {"node_bill", "cluster_bill"}
+    assert {(r["BillingAccountId"], r["SubAccountId"]) for r in rows} == {("payer-1", ACCOUNT)}
+    assert {(r["ChargeCategory"], r["ServiceName"], r["BillingCurrency"]) for r in rows} == {
+        ("Usage", "Kubernetes", "USD")}
+    assert [c for c in types if c.startswith("x_")] and all(c.startswith("x_") or c[0].isupper() for c in types)
+    text_types, text_rows = _read_back(focus_exports["before"], text=True)
+    assert list(text_types) == list(types)
+    unknown = {"BillingAccountId": lambda r: r["x_BillingAccountSource"] == "unknown"}
+    assert check_dataset(text_types, text_rows, text=True, nullable_where=unknown) == []
+    assert {r["x_BillingAccountSource"] for r in text_rows} == {"unknown"}
+    tags = json.loads(next(r["Tags"] for r in rows if r["x_AllocationKind"] == "workload"))
+    assert {"kubeledger.io/namespace", "kubeledger.io/controller"} <= set(tags)
+
+
+def test_the_focus_export_read_back_gives_the_allocation_totals(reconciled: Reconciled,
+                                                               focus_exports: dict[str, Path]) -> None:
+    """Σ ListCost = Σ total_cost, Σ EffectiveCost = Σ (total_cost + the *_cost_adjustment columns), and the kWh and
+    CO2e totals of fct_allocation_daily for the same day and clusters, from the files read back with DuckDB."""
+    adjustments = " + ".join(f"{r}_cost_adjustment" for r in ("cpu", "ram", "gpu", "pv", "load_balancer"))
+    for warehouse, path, text in ((reconciled.after, focus_exports["after"], False),
+                                  (reconciled.before, focus_exports["before"], True)):
+        _, rows = _read_back(path, text=text)
+        num = (lambda v: float(v)) if text else (lambda v: v)
+        clusters = sorted({r["x_ClusterName"] for r in rows})
+        sql = (f"select count(*) as n, sum(total_cost) as list, sum(total_cost + {adjustments}) as effective, "  # noqa: S608
+               "sum(energy_kwh) as kwh, sum(co2e_total_g) as co2e from marts.fct_allocation_daily "
+               "where usage_date = ? and cluster in (select unnest(?))")
+        mart = _rows(warehouse, sql, D1, clusters)[0]
+        assert len(rows) == mart["n"] > 0
+        got = {k: sum(num(r[c]) for r in rows) for k, c in (("list", "ListCost"), ("effective", "EffectiveCost"),
+                                                             ("kwh", "x_EnergyKwh"), ("co2e", "x_Co2eGrams"))}
+        for k, v in got.items():
+            assert v == pytest.approx(mart[k], rel=1e-9, abs=1e-9), (path.name, k)
+        for r in rows:  # EffectiveCost = ListCost + adjustments, row by row
+            assert num(r["EffectiveCost"]) == pytest.approx(num(r["ListCost"]) + num(r["x_CostAdjustment"]),
+                                                            rel=1e-12, abs=1e-12)
+    _, after = _read_back(focus_exports["after"])
+    billed_adjustment = sum(a["cost_adjustment"] for a in _rows(
+        reconciled.after, "select cost_adjustment from marts.fct_asset_daily where usage_date = ?", D1))
+    assert billed_adjustment < 0  # the bill's discounts reach the export whole
+    assert sum(r["x_CostAdjustment"] for r in after) == pytest.approx(billed_adjustment, **TOL)
