@@ -111,6 +111,30 @@
     group by days.usage_date, days.cluster
 {%- endmacro %}
 
+{# Body of the `cluster_intensity` CTE: each cluster's energy-weighted intensity x PUE over each built day's window
+   (the CO2e of a saving that has no node of its own, e.g. a volume's storage energy). Needs a `days` CTE. #}
+{% macro rec_cluster_intensity() -%}
+    select days.usage_date, days.cluster,
+           sum(n.energy_kwh * n.carbon_intensity_g_per_kwh * n.pue) / nullif(sum(n.energy_kwh), 0) as intensity_x_pue
+    from days
+    {{ rec_window_join(ref('int_node_hours_recorded'), 'n') }}
+    group by days.usage_date, days.cluster
+{%- endmacro %}
+
+{# The columns of a volume over each built day's window (alias `v` of int_volume_hours_recorded joined with
+   rec_window_join, grouped by days.usage_date, v.cluster, v.pv): who holds it, how long it was seen, whether a
+   default price priced it, and its cost and storage energy per month (per hour it existed x 730). #}
+{% macro rec_volume_window_columns() -%}
+        days.usage_date, v.cluster, v.pv,
+        max(v.namespace) as namespace,
+        max(v.pvc) as pvc,
+        count(distinct cast(v.hour_ts as date)) as days_of_data,
+        count(distinct v.hour_ts) as hours_covered,
+        bool_or(v.is_default_price) as is_default_price,
+        sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as cost_usd_per_month,
+        sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as energy_kwh_per_month
+{%- endmacro %}
+
 {# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
    otherwise; raw tables have their own retention). #}
 {% macro rec_history_prune() -%}

@@ -12,27 +12,16 @@ with days as (
 ),
 
 cluster_intensity as (
-    select days.usage_date, days.cluster,
-           sum(n.energy_kwh * n.carbon_intensity_g_per_kwh * n.pue) / nullif(sum(n.energy_kwh), 0) as intensity_x_pue
-    from days
-    {{ rec_window_join(ref('int_node_hours_recorded'), 'n') }}
-    group by days.usage_date, days.cluster
+    {{ rec_cluster_intensity() }}
 ),
 
 volumes as (
     select
-        days.usage_date, v.cluster, v.pv,
-        max(v.namespace) as namespace,
-        max(v.pvc) as pvc,
-        count(distinct cast(v.hour_ts as date)) as days_of_data,
-        count(distinct v.hour_ts) as hours_covered,
+        {{ rec_volume_window_columns() }},
         count(distinct case when v.used_max_bytes is not null then v.hour_ts end) as hours_with_stats,
         max(v.capacity_bytes) as capacity_bytes,
         max(v.used_max_bytes) as peak_used_bytes,
-        max(v.filesystem_bytes) as filesystem_bytes,
-        bool_or(v.is_default_price) as is_default_price,
-        sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as cost_usd_per_month,
-        sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as energy_kwh_per_month
+        max(v.filesystem_bytes) as filesystem_bytes
     from days
     {{ rec_window_join(ref('int_volume_hours_recorded'), 'v') }}
     where v.pvc is not null

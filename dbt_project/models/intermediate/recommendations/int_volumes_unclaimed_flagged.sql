@@ -6,24 +6,13 @@ with days as (
 ),
 
 cluster_intensity as (
-    select days.usage_date, days.cluster,
-           sum(n.energy_kwh * n.carbon_intensity_g_per_kwh * n.pue) / nullif(sum(n.energy_kwh), 0) as intensity_x_pue
-    from days
-    {{ rec_window_join(ref('int_node_hours_recorded'), 'n') }}
-    group by days.usage_date, days.cluster
+    {{ rec_cluster_intensity() }}
 ),
 
 volumes as (
     select
-        days.usage_date, v.cluster, v.pv,
-        max(v.namespace) as namespace,
-        max(v.pvc) as pvc,
-        count(distinct cast(v.hour_ts as date)) as days_of_data,
-        count(distinct v.hour_ts) as hours_covered,
-        bool_or(v.is_mounted) as was_mounted,
-        bool_or(v.is_default_price) as is_default_price,
-        sum(v.pv_cost) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_usd_per_month,
-        sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as saving_kwh_per_month
+        {{ rec_volume_window_columns() }},
+        bool_or(v.is_mounted) as was_mounted
     from days
     {{ rec_window_join(ref('int_volume_hours_recorded'), 'v') }}
     group by days.usage_date, v.cluster, v.pv
@@ -32,7 +21,9 @@ volumes as (
 flagged as (
     select
         volumes.*,
-        volumes.saving_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
+        volumes.cost_usd_per_month as saving_usd_per_month,
+        volumes.energy_kwh_per_month as saving_kwh_per_month,
+        volumes.energy_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
             {{ default_intensity() }} * {{ default_pue() }})
             as saving_co2e_g_per_month,
         {{ reasons_string([('volumes.is_default_price', 'default_price'),
