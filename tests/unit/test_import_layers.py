@@ -31,7 +31,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "report": ("pipelines.report.**",),
     "dagster": ("pipelines.dagster_defs.**", "pipelines.definitions"),
     "cli": ("pipelines.cli", "pipelines.bench_command", "pipelines.check_config", "pipelines.demo_faults",
-            "pipelines.progress", "pipelines.progress_display", "pipelines.recommend_cli",
+            "pipelines.focus_export_cli", "pipelines.lake_cli", "pipelines.progress", "pipelines.progress_display", "pipelines.recommend_cli",
             "pipelines.reference_inputs", "pipelines.runs", "pipelines.status"),
     "bench": ("bench.**",),
 }
