@@ -72,3 +72,9 @@ gpu_profile_match as (
 {% macro default_pue() -%}
     {{ sql_number(var('default_pue')) }}
 {%- endmacro %}
+
+{#- The embodied fallback (METHOD B6): 100 kg over a 4-year life (35,040 h), in g per hour. A double on every engine:
+    Spark divides two decimal literals as DECIMAL rounded to 8 places (2.85388128 instead of 2.853881278538813). -#}
+{% macro default_embodied_g_per_hour() -%}
+    (cast(100000.0 as double) / 35040.0)
+{%- endmacro %}

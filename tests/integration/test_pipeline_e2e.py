@@ -10,6 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.fixtures.parquet_contract import parquet_contract_mismatches
+
 pytestmark = pytest.mark.integration
 
 KUBELEDGER = str(Path(sys.executable).parent / "kubeledger")
@@ -98,3 +100,8 @@ def test_parquet_export_is_partitioned_by_cluster_and_date(workdir):
     n = duckdb.connect().sql(f"select count(*) from read_parquet('{root}/**/*.parquet', hive_partitioning = true) "  # noqa: S608
                    f"where cluster = 'demo'").fetchall()[0][0]
     assert n == sum(v[0] for v in day_totals(workdir / "wh" / "serving.duckdb").values())
+
+
+def test_the_parquet_export_holds_the_contract_types(workdir):
+    read, problems = parquet_contract_mismatches(workdir / "wh" / "parquet")
+    assert read >= 3 * 5 and not problems, "\n".join(problems)  # three days of at least five marts

@@ -63,7 +63,8 @@ final as (
         alloc_totals.usage_date,
         alloc_totals.cluster,
         coalesce(node_hours.hours_covered, 0) as hours_covered,
-        coalesce(node_hours.hours_covered, 0) / 24.0 as hour_coverage,
+        -- a double on every engine (the contract's type): Spark divides an integer by 24.0 as DECIMAL(27,6)
+        cast(coalesce(node_hours.hours_covered, 0) as double) / 24.0 as hour_coverage,
         coalesce(node_hours.nodes, 0) as nodes,
         asset_totals.asset_cost,
         asset_totals.node_compute_cost,

@@ -37,7 +37,7 @@ shared as (
             as carbon_intensity_g_per_kwh,
         coalesce(node_energy.pue, {{ default_pue() }}) as pue,
         -- share-hours = min(max(request, usage) core-hours / vCPUs, running hours)
-        coalesce(node_energy.embodied_g_per_hour, 100000.0 / 35040.0)
+        coalesce(node_energy.embodied_g_per_hour, {{ default_embodied_g_per_hour() }})
             * least(
                 containers.cpu_core_hours / nullif(coalesce(node_energy.vcpus, containers.node_vcpus), 0),
                 containers.run_h

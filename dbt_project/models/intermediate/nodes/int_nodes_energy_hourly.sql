@@ -171,7 +171,7 @@ carbon as (
             {%- endif %}
             else 'default'
         end as pue_source,
-        coalesce(boavizta.embedded_kg_per_hour * 1000.0, 100000.0 / 35040.0) as embodied_g_per_hour,
+        coalesce(boavizta.embedded_kg_per_hour * 1000.0, {{ default_embodied_g_per_hour() }}) as embodied_g_per_hour,
         boavizta.embedded_kg_per_hour is null as is_embodied_fallback
     from energised
     left join intensity
