@@ -383,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipelines.focus_export_cli import add_parser as add_export_parser
 
     add_export_parser(sub, _common)
+    from pipelines.lake_cli import add_parser as add_lake_parser
+
+    add_lake_parser(sub, _common)
     sub.add_parser("bench", help="run the benchmarks (python -m bench)", add_help=False)
     add_report_parser(sub, _parse_date, _common)
     repair = sub.add_parser("repair-instance",
@@ -401,6 +404,12 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     from pipelines.focus_export_cli import run_export
 
     return run_export(args, settings)
+
+
+def _lake(args: argparse.Namespace, settings: Settings) -> int:
+    from pipelines.lake_cli import run_lake
+
+    return run_lake(args, settings)
 
 
 def _pop_config(rest: list[str]) -> tuple[list[str], str | None]:
@@ -454,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": lambda: cmd_bench(args, settings, passthrough),
         "recommend": lambda: _recommend(args, settings),
         "export": lambda: _export(args, settings),
+        "lake": lambda: _lake(args, settings),
         "repair-instance": lambda: cmd_repair_instance(settings),
         "report": lambda: cmd_report(args, settings),
     }

@@ -32,6 +32,14 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     reporter.start_stage("setup")
     if cluster is not None:
         settings.cluster(cluster)  # fail early with the list of configured clusters
+    if settings.engine == "spark":  # a copied warehouse or a changed lake.root: one line now, not a failed build
+        from pipelines.engines.spark_metastore import adopt_metastore, check_metastore_home
+
+        # a metastore older than its record: read once through the session (the jobs run here and reuse it)
+        if check_metastore_home(settings) is None:
+            from pipelines.engines.spark_session import get_session
+
+            adopt_metastore(settings, get_session(settings))
     for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
         folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
     record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)

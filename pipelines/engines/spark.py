@@ -4,6 +4,8 @@ reports, the Parquet export) works as with the duckdb engine.
 
 One daily build on Spark, as the Dagster dbt assets call it (`spark_build`):
 
+0. the metastore's home: its tables must live at the configured lake.root and warehouse folder, or the build
+   fails in one line before the JVM starts (spark_metastore.py; `kubeledger lake relocate` re-registers them);
 1. lake: the window's days of every raw table are written from the DuckDB warehouse to the lake
    (pipelines/warehouse/lake.py: each (cluster, hour) partition replaced atomically);
 2. dbt: `dbt <args> --target spark` through `dbtRunner` in this process, so the one Spark session
@@ -26,6 +28,7 @@ from pipelines.engines import DBT_SPARK_TARGET, TEST_SELECTION_ENV
 from pipelines.engines.dbt_runner import DbtCall, dbt_cli_args, invoke_dbt
 from pipelines.engines.marts_load import load_marts
 from pipelines.engines.spark_frames import frame_to_duckdb
+from pipelines.engines.spark_metastore import adopt_metastore, check_metastore_home
 from pipelines.engines.spark_session import get_session, spark_conf
 from pipelines.timeutil import days_of_window
 from pipelines.warehouse.connection import open_warehouse
@@ -174,7 +177,10 @@ def spark_build(settings: Settings, asset_name: str, args: list[str], target_pat
                 start: datetime | None = None, end: datetime | None = None, cluster: str | None = None,
                 project_dir: Path | None = None, env: dict[str, str] | None = None) -> DbtCall:
     """One dbt asset's call on Spark: the window's raw days to the lake first (lookups and daily builds), then
-    dbt, then what DuckDB needs of the result (the lookups model; the window's mart partitions)."""
+    dbt, then what DuckDB needs of the result (the lookups model; the window's mart partitions). Before anything:
+    the metastore's tables must live at the configured lake and warehouse folder (spark_metastore.py)."""
+    if check_metastore_home(settings) is None:  # a metastore older than its record: read once through the session
+        adopt_metastore(settings, get_session(settings))
     if asset_name in (LOOKUPS_ASSET, DAILY_ASSET) and start is not None and end is not None:
         lake_rows = export_window(settings, start, end, cluster)
         if asset_name == DAILY_ASSET:
