@@ -206,7 +206,8 @@ includes them unless <code>reconcile=false</code>. The other figures on this pag
 build it with a kubeledger version that has recommendations to see what to change here.</p>
 {% elif not recommendations %}
 <p id="recommendations-none">No {% if recs.dismissed %}open {% endif %}recommendations for {{ s }}{% if period.days > 1 %} to {{ e }}{% endif %}.</p>
-{% if recs.dismissed or recs.applied %}<p class="muted" id="recommendation-decisions">{{ recs.dismissed }} dismissed, {{ recs.applied }} applied.</p>{% endif %}
+{% if recs.dismissed or recs.applied %}<p class="muted" id="recommendation-decisions">{{ recs.dismissed }} dismissed, {{ recs.applied }} applied
+(<code>kubeledger recommend --all</code> lists the dismissed ones with their reasons).</p>{% endif %}
 {% else %}
 {% set d = recs.first_day.isoformat() %}{% set d2 = recs.last_day.isoformat() %}{% set t = recs.total %}
 <p class="muted">As of {{ d }}{% if d2 != d %} to {{ d2 }} (each cluster's newest day){% endif %}, per month. Savings are
@@ -244,7 +245,8 @@ Risk fixes raise a request to stop throttling or OOM kills: a cost increase, sho
 <p class="muted">CO2e per month is operational plus embodied: a smaller request saves the embodied share of the hardware it
 frees even where it saves no energy (CPU energy follows usage, not requests; memory energy follows what is held), so CO2e can show beside 0 kWh.</p>
 {% if recs.dismissed or recs.applied %}<p class="muted" id="recommendation-decisions">{{ recs.dismissed }} dismissed, {{ recs.applied }} applied
-(<code>kubeledger recommend --dismiss/--applied</code>); dismissed ones are not listed above and count nothing.</p>{% endif %}
+(<code>kubeledger recommend --dismiss/--applied</code>); dismissed ones are not listed above and count nothing
+(<code>kubeledger recommend --all</code> lists them with their reasons).</p>{% endif %}
 {% endif %}
 {% if recs and recs.outcomes %}
 <h3>Applied recommendations: estimated vs realised</h3>
@@ -257,7 +259,7 @@ frees even where it saves no energy (CPU energy follows usage, not requests; mem
 <td class="r">{{ num("recommendation_outcome_realised_usd", o.realisedUsdPerMonth, "usd", **keys) }}</td>
 <td class="r">{{ num("recommendation_outcome_estimated_co2e_g", o.estimatedCo2eGPerMonth, "co2e_g", **keys) }}</td>
 <td class="r">{{ num("recommendation_outcome_realised_co2e_g", o.realisedCo2eGPerMonth, "co2e_g", **keys) }}</td>
-<td class="r">{{ o.daysBefore }} / {{ o.daysAfter }}</td></tr>
+<td class="r">{{ o.daysBefore or 0 }} / {{ o.daysAfter or 0 }}{% if o.realisedUsdPerMonth is none %}<br><span class="muted">not measured yet (needs a built day after it)</span>{% endif %}</td></tr>
 {% endfor %}</table>
 <p class="muted">Per month. Realised: the scope's cost and CO2e per day in the days before it was applied minus the days after (docs/METHOD.md "Dismiss and track"); empty until days after exist.</p>
 {% endif %}

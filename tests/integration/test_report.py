@@ -41,15 +41,20 @@ RECOMMENDATIONS = [  # ... standalone saving, then stage, class, superseded_by, 
      "high", 4.0, 0.0, 0.0, False, "", 1, "saving", None, None, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0),
 ]
 # ... then status, status_reason, applied_date: a dismissed row (the largest standalone saving, counted 0) that the
-# page must not list, and an applied one listed with its outcome (estimated vs realised)
+# page must not list, and two applied ones listed with their outcome (estimated vs realised; r7 was applied on the
+# built day, so nothing is measured yet)
 DECIDED = [
     (D3, "demo", "r5", "spot_eligible", "checkout", "deployment", "search", None, "checkout/deployment/search",
      "Run deployment search (3 stateless replicas) on spot nodes", "low", 90.0, 0.0, 0.0, True, "pdb_not_checked",
      5, "saving", None, None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "dismissed", "needs a PDB first", None),
     (D3, "demo", "r6", "unclaimed_volume", "data", None, None, None, "pvc-2", "Delete the unclaimed volume pvc-2.",
      "high", 2.0, 0.0, 0.0, False, "", 1, "saving", None, None, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, "applied", None, D2),
+    (D3, "demo", "r7", "unclaimed_volume", "data", None, None, None, "pvc-3", "Delete the unclaimed volume pvc-3.",
+     "high", 1.0, 0.0, 0.0, False, "", 1, "saving", None, None, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, "applied", None, D3),
 ]
-OUTCOMES = [(D3, "demo", "r6", "unclaimed_volume", "pvc-2", "applied", None, D2, D2, 2.0, 0.0, 0.0, 1, 1, 1.5, 0.0, 0.0)]
+OUTCOMES = [(D3, "demo", "r6", "unclaimed_volume", "pvc-2", "applied", None, D2, D2, 2.0, 0.0, 0.0, 1, 1, 1.5, 0.0, 0.0),
+            (D3, "demo", "r7", "unclaimed_volume", "pvc-3", "applied", None, D3, D3, 1.0, 0.0, 0.0, None, None, None,
+             None, None)]
 REC_COLUMNS = ("usage_date, cluster, recommendation_id, kind, namespace, controller_kind, controller, container, "
                "target, action, confidence, saving_usd_per_month, saving_kwh_per_month, saving_co2e_g_per_month, "
                "is_estimated, estimation_reasons, stage, saving_class, superseded_by, depends_on, "
@@ -374,18 +379,26 @@ def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_pa
     assert loose == []
     # the recommendations of the period's newest day, largest counted saving first, the risk fix after them
     shown = [a["data-recommendation"] for a in page.numbers if a["data-metric"] == "recommendation_usd"]
-    assert shown == ["r2", "r1", "r6", "r4"]  # r5 is dismissed: not among the open ones, only counted
+    assert shown == ["r2", "r1", "r6", "r7", "r4"]  # r5 is dismissed: not among the open ones, only counted
     assert "r5" not in {a.get("data-recommendation") for a in page.numbers} and "checkout/deployment/search" not in html
-    assert re.search(r'id="recommendation-decisions">\s*1 dismissed, 1 applied', html)
-    outcome = {a["data-metric"]: float(a["data-value"]) for a in page.numbers
+    # as `kubeledger recommend` without --all: the dismissed ones counted in one line, which names --all
+    assert re.search(r'id="recommendation-decisions">\s*1 dismissed, 2 applied[^<]*<code>kubeledger recommend '
+                     r'--(?:dismiss/--applied|all)</code>', html)
+    assert "kubeledger recommend --all</code> lists" in html
+    outcome = {(a["data-recommendation"], a["data-metric"]): a["data-value"] for a in page.numbers
                if a["data-metric"].startswith("recommendation_outcome_")}
     assert "Applied recommendations: estimated vs realised" in html
-    assert outcome["recommendation_outcome_estimated_usd"] == 2.0
-    assert outcome["recommendation_outcome_realised_usd"] == 1.5
+    assert float(outcome["r6", "recommendation_outcome_estimated_usd"]) == 2.0
+    assert float(outcome["r6", "recommendation_outcome_realised_usd"]) == 1.5
+    # applied on the built day: the estimate, and no realised figure yet (a dash, said in words as the CLI says it)
+    assert float(outcome["r7", "recommendation_outcome_estimated_usd"]) == 1.0
+    assert outcome["r7", "recommendation_outcome_realised_usd"] == ""
+    outcomes = re.search(r'<table id="recommendation-outcomes">.*?</table>', html, re.S).group(0)
+    assert outcomes.count("not measured yet (needs a built day after it)") == 1 and "None" not in outcomes
     total = {a["data-metric"]: float(a["data-value"]) for a in page.numbers
              if a["data-metric"].startswith("recommendation_total_")}
-    # the pool's overlap with r1 counted once; r6 (applied) counts, r5 (dismissed) not
-    assert total["recommendation_total_usd"] == pytest.approx(48.5 + 12.5 + 2.0)
+    # the pool's overlap with r1 counted once; r6 and r7 (applied) count, r5 (dismissed) not
+    assert total["recommendation_total_usd"] == pytest.approx(48.5 + 12.5 + 2.0 + 1.0)
     assert total["recommendation_total_risk_fix_usd"] == pytest.approx(3.0)  # apart, never netted
 
 
