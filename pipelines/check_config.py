@@ -178,6 +178,11 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
 
         checks.append(_probe(f"billing.focus_path {settings.resolve(settings.billing.focus_path)}",
                              lambda: describe_bills(settings)))
+    if settings.billing.cur2_path:
+        from pipelines.sources.cur2 import describe_cur2
+
+        checks.append(_probe(f"billing.cur2_path {settings.resolve(settings.billing.cur2_path)}",
+                             lambda: describe_cur2(settings)))
     for cluster in settings.clusters:
         if cluster.source == "prometheus":
             checks.append(_probe(f"cluster {cluster.name}: prometheus",

@@ -250,7 +250,7 @@ def stage_of(job_name: str, step_key: str) -> str:
         return "reference"
     if job_name == "extract_hourly":
         return "extract"
-    if step_key in ("dbt_lookups", "raw__carbon_intensity_hours", "raw__boavizta_impacts", "raw__focus_charges",
+    if step_key in ("dbt_lookups", "raw__carbon_intensity_hours", "raw__boavizta_impacts", "raw_billing",
                     "dbt_daily"):
         return "transform"  # the daily build: dbt lookups, the extracts of the day (carbon, Boavizta, the bill), dbt
     if step_key.startswith("serving"):

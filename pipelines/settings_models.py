@@ -129,9 +129,11 @@ class PricingSettings:
 
 @dataclass(frozen=True)
 class BillingSettings:
-    """The cloud bill (issue 28): FOCUS 1.0-1.2 CSV or Parquet files. Off while `focus_path` is unset."""
+    """The cloud bill (issue 28): FOCUS 1.0-1.2 CSV or Parquet files and AWS CUR 2.0 exports. Each is off while its
+    path is unset; both may be set (different accounts' bills: the same charge in both would count twice)."""
 
     focus_path: str | None = None  # a folder (its *.csv, *.csv.gz, *.parquet files), one file or a glob
+    cur2_path: str | None = None  # AWS Data Exports CUR 2.0 (Parquet, or CSV/CSV.gz): a folder, one file or a glob
     reread_days: int = 7  # each daily run re-reads this many days of charge periods before its own (late bills)
 
 

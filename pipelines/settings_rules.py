@@ -339,7 +339,8 @@ def _kind(mode: int) -> str:
 
 
 def focus_path_problem(value: str) -> str | None:
-    """`billing.focus_path`: a local folder, file or glob of FOCUS CSV/Parquet files (object stores come later)."""
+    """`billing.focus_path` and `billing.cur2_path`: a local folder, file or glob of bill files (FOCUS or CUR 2.0
+    CSV/Parquet; object stores come later)."""
     if not value or value != value.strip():
         return "use a non-empty folder, file or glob without leading or trailing spaces"
     if "://" in value:

@@ -269,7 +269,7 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
         problem = lake_root_problem(value)
     elif generic in PATH_KEYS:
         problem = path_text_problem(value, PATH_KEYS[generic])
-    elif generic == "billing.focus_path":
+    elif generic in ("billing.focus_path", "billing.cur2_path"):
         problem = focus_path_problem(value)
     elif generic == "lake.spark.master":
         problem = spark_master_problem(value)

@@ -17,6 +17,7 @@ from pipelines.dagster_defs.resources import WRITER_POOL, KubeledgerResource, ru
 from pipelines.redaction import redact
 from pipelines.sources.boavizta import extract_boavizta_impacts
 from pipelines.sources.carbon.extract import extract_carbon
+from pipelines.sources.cur2 import load_cur2_bills
 from pipelines.sources.focus import load_focus_bills
 from pipelines.sources.kubernetes import extract_kubernetes
 from pipelines.sources.metrics import extract_metrics, metrics_problems
@@ -155,18 +156,33 @@ def raw_pricing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResourc
         yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata({"files": (files)}))
 
 
-@dg.asset(key=["raw", "focus_charges"], group_name="billing", partitions_def=daily_partitions,
-          backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL, kinds={"python", "duckdb"},
-          description="FOCUS cloud bill rows (settings `billing.focus_path`) of the run's days and the "
-          "`billing.reread_days` before them, replaced per charge day in raw.focus_charges; a no-op without bills.")
-def raw_focus_charges(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource) -> dg.MaterializeResult:
+BILLING_KEYS = [["raw", "focus_charges"], ["raw", "cur2_line_items"]]
+
+
+@dg.multi_asset(
+    name="raw_billing",
+    specs=[dg.AssetSpec(["raw", "focus_charges"], group_name="billing", kinds={"python", "duckdb"},
+                        description="FOCUS cloud bill rows (settings `billing.focus_path`) of the run's days and the "
+                        "`billing.reread_days` before them, replaced per charge day in raw.focus_charges; a no-op "
+                        "without bills."),
+           dg.AssetSpec(["raw", "cur2_line_items"], group_name="billing", kinds={"python", "duckdb"},
+                        description="AWS CUR 2.0 line items (settings `billing.cur2_path`) of the same days, replaced "
+                        "per charge day in raw.cur2_line_items; a no-op without an export.")],
+    partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL,
+)
+def raw_billing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
+    """The cloud bills: FOCUS files and the AWS CUR 2.0 export, one 'billing' line in the source-health ledger."""
     window = context.partition_time_window  # a backfill range re-reads its whole span once
     with kubeledger.connect() as con:
-        summary = load_focus_bills(kubeledger.settings, con, window.start.date(), window.end.date())
-        if summary["configured"]:  # without a `billing:` block the ledger says nothing about bills
-            report_health(context, con, "billing", _days(_hours(context)), summary["problems"])
-    return dg.MaterializeResult(metadata=safe_metadata({k: v for k, v in summary.items() if k != "problems"}
-                                                       | {"problems": [p.line() for p in summary["problems"]]}))
+        summaries = [load(kubeledger.settings, con, window.start.date(), window.end.date())
+                     for load in (load_focus_bills, load_cur2_bills)]
+        if any(s["configured"] for s in summaries):  # without a `billing:` block the ledger says nothing about bills
+            report_health(context, con, "billing", _days(_hours(context)),
+                          [p for s in summaries for p in s["problems"]])
+    for key, summary in zip(BILLING_KEYS, summaries, strict=True):
+        yield dg.MaterializeResult(asset_key=key, metadata=safe_metadata(
+            {k: v for k, v in summary.items() if k != "problems"}
+            | {"problems": [p.line() for p in summary["problems"]]}))
 
 
-extract_assets = [raw_metrics, raw_kubernetes, raw_carbon_intensity, raw_boavizta, raw_focus_charges]
+extract_assets = [raw_metrics, raw_kubernetes, raw_carbon_intensity, raw_boavizta, raw_billing]

@@ -83,9 +83,10 @@ class FocusBillError(ValueError):
     """A bill that cannot be loaded; the message names the file or column and what is wrong."""
 
 
-def bill_files(settings: Settings) -> list[Path]:
-    """The bill files `billing.focus_path` names: a folder's CSV/Parquet files (recursively), a glob's, one file."""
-    raw = settings.billing.focus_path or ""
+def bill_files(settings: Settings, key: str = "focus_path") -> list[Path]:
+    """The bill files `billing.<key>` names (focus_path, cur2_path): a folder's CSV/Parquet files (recursively), a
+    glob's, one file."""
+    raw = getattr(settings.billing, key) or ""
     where = settings.resolve(raw)
     if any(ch in raw for ch in "*?["):
         files = [Path(p) for p in glob.glob(str(where), recursive=True)]

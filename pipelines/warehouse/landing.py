@@ -34,6 +34,7 @@ PARTITION_KEYS: dict[str, tuple[str, ...]] = {
     "price_custom": ("source_file",),
     "source_health": ("source", "scope"),
     "focus_charges": ("charge_date",),
+    "cur2_line_items": ("charge_date",),
     # user state written by `kubeledger recommend` (warehouse/recommendation_actions.py), not landed; listed so the
     # Spark engine's lake gets its snapshot (warehouse/lake.py SNAPSHOT_TABLES) like the other whole tables
     "recommendation_actions": ("recommendation_id",),

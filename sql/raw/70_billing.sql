@@ -51,3 +51,46 @@ create table if not exists raw.focus_charges (
     tags                            varchar,              -- JSON object text of the Tags column
     _extracted_at                   timestamp not null
 );
+
+-- Writer: pipelines/sources/cur2.py (AWS Data Exports CUR 2.0, Parquet or CSV; settings `billing.cur2_path`).
+-- The CUR 2.0 columns kubeledger maps to FOCUS, under their CUR names, typed; the mapping is
+-- dbt_project/models/staging/stg_cur2__line_items.sql. Replaced per charge_date (the UTC day of
+-- line_item_usage_start_date) in one transaction, re-reading `billing.reread_days` like raw.focus_charges.
+-- grain: one row per CUR line item of the export files (identity_line_item_id is not unique across hours)
+create table if not exists raw.cur2_line_items (
+    charge_date                                                 date      not null,  -- UTC day of usage start
+    source_file                                                 varchar   not null,
+    bill_billing_period_start_date                              timestamp,
+    bill_billing_period_end_date                                timestamp,
+    bill_payer_account_id                                       varchar,
+    bill_payer_account_name                                     varchar,
+    bill_invoicing_entity                                       varchar,
+    bill_invoice_id                                             varchar,
+    line_item_usage_start_date                                  timestamp not null,  -- naive UTC
+    line_item_usage_end_date                                    timestamp,
+    line_item_line_item_type                                    varchar   not null,  -- Usage | SavingsPlanCoveredUsage | ...
+    line_item_line_item_description                             varchar,
+    line_item_usage_account_id                                  varchar,
+    line_item_usage_account_name                                varchar,
+    line_item_product_code                                      varchar,
+    line_item_usage_type                                        varchar,
+    line_item_resource_id                                       varchar,
+    line_item_availability_zone                                 varchar,
+    line_item_currency_code                                     varchar,
+    line_item_usage_amount                                      double,
+    line_item_unblended_cost                                    double    not null,
+    product_servicecode                                         varchar,
+    product_region_code                                         varchar,
+    pricing_term                                                varchar,              -- OnDemand | Reserved | Spot
+    pricing_public_on_demand_cost                               double,
+    savings_plan_savings_plan_a_r_n                             varchar,
+    savings_plan_savings_plan_effective_cost                    double,
+    savings_plan_total_commitment_to_date                       double,
+    savings_plan_used_commitment                                double,
+    reservation_reservation_a_r_n                               varchar,
+    reservation_effective_cost                                  double,
+    reservation_unused_amortized_upfront_fee_for_billing_period double,
+    reservation_unused_recurring_fee                            double,
+    resource_tags                                               varchar,              -- JSON object text of the map
+    _extracted_at                                               timestamp not null
+);

@@ -3,8 +3,9 @@
 The demo cluster's day D1 is built once without a bill (the shared published workdir). A FOCUS bill is then written
 here from that day's own nodes: each node but one billed at 70 % of its list cost (a 30 % savings plan), the ids in
 the forms the providers' exports use (an EC2 ARN, bare instance ids, the GCP full resource name, an upper-case Azure
-VM path), a credit on one instance, one EBS volume at half its list cost, and two lines outside the cluster. The day
-is rebuilt with `billing.focus_path` set, and the two warehouses are compared: the billed nodes cost what the bill
+VM path), a credit on one instance, one EBS volume at half its list cost, and two lines outside the cluster; one
+more instance is billed in an AWS CUR 2.0 export instead (covered by the savings plan, with its negation). The day
+is rebuilt with `billing.focus_path` and `billing.cur2_path` set, and the two warehouses are compared: the billed nodes cost what the bill
 says, the adjustments reach the allocations whole, and no energy or carbon number moves.
 """
 
@@ -14,7 +15,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import duckdb
 import pytest
 
 from tests.fixtures.api_client import get_json, serve_api
+from tests.fixtures.cur2 import effective_cost, write_cur2
 from tests.fixtures.focus_spec_rules import check_dataset
 from tests.fixtures.pipeline_workdir import D1, published_workdir, run_cli
 
@@ -43,6 +45,7 @@ class Reconciled:
     after: Path  # the same day rebuilt with the bill
     billed: dict[str, float]  # node or volume asset name -> its effective cost in the bill
     unbilled_node: str
+    cur2_node: str  # the node billed in the CUR 2.0 export (by its bare instance id)
     base: str  # the API over the rebuilt day's serving copy
 
 
@@ -77,7 +80,23 @@ def _line(resource: str, list_cost: float, effective: float, category: str = "Us
             f"{commitment},")
 
 
-def _write_bill(before: Path, path: Path) -> tuple[dict[str, float], str]:
+def _cur2_lines(instance: str, list_cost: float) -> list[dict[str, Any]]:
+    """The CUR 2.0 line items of an instance-day under the savings plan: the usage at on-demand price, its
+    negation, and the plan's effective cost (30 % off)."""
+    day = datetime(D1.year, D1.month, D1.day)
+    common = {"bill_payer_account_id": "payer-1", "line_item_usage_account_id": ACCOUNT,
+              "line_item_usage_start_date": day, "line_item_usage_end_date": day + timedelta(days=1),
+              "line_item_product_code": "AmazonEC2", "product_region_code": "us-east-1",
+              "line_item_resource_id": instance, "line_item_currency_code": "USD",
+              "savings_plan_savings_plan_a_r_n": f"arn:aws:savingsplans::{ACCOUNT}:savingsplan/sp-1"}
+    return [{**common, "line_item_line_item_type": "SavingsPlanCoveredUsage", "line_item_unblended_cost": list_cost,
+             "pricing_public_on_demand_cost": list_cost,
+             "savings_plan_savings_plan_effective_cost": (1 - SAVINGS) * list_cost},
+            {**common, "line_item_line_item_type": "SavingsPlanNegation", "line_item_unblended_cost": -list_cost,
+             "pricing_public_on_demand_cost": 0.0}]
+
+
+def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float], str, str]:
     nodes = _rows(before, "select a.asset_name, a.total_cost, m.provider_id from marts.fct_asset_daily a "
                   "join (select distinct node, provider_id from marts.fct_allocation_daily "
                   "      where allocation_kind = 'idle' and usage_date = ?) m on m.node = a.asset_name "
@@ -86,10 +105,13 @@ def _write_bill(before: Path, path: Path) -> tuple[dict[str, float], str]:
     aws = [n for n in nodes if n["provider_id"].startswith("aws://")]
     assert len(aws) >= 3 and any(n["provider_id"].startswith(("gce://", "azure://")) for n in nodes), nodes
     unbilled = aws[-1]["asset_name"]  # stays list-priced
-    billed: dict[str, float] = {}
+    in_cur2 = aws[1]  # billed in the CUR 2.0 export, by its bare instance id
+    cur2_rows = _cur2_lines(in_cur2["provider_id"].rsplit("/", 1)[1], in_cur2["total_cost"])
+    write_cur2(cur2, cur2_rows)
+    billed: dict[str, float] = {in_cur2["asset_name"]: sum(effective_cost(r) for r in cur2_rows)}
     lines = [HEAD]
     for n in nodes:
-        if n["asset_name"] == unbilled:
+        if n["asset_name"] in (unbilled, in_cur2["asset_name"]):
             continue
         effective = (1 - SAVINGS) * n["total_cost"]
         lines.append(_line(_bill_id(n["provider_id"], n is aws[0]), n["total_cost"], effective))
@@ -107,21 +129,22 @@ def _write_bill(before: Path, path: Path) -> tuple[dict[str, float], str]:
     lines.append(_line("my-bucket", 3.0, 3.0, service="Amazon Simple Storage Service"))
     lines.append(_line("i-0elsewhere", 5.0, 5.0, account="999900001111"))
     path.write_text("\n".join(lines) + "\n")
-    return billed, unbilled
+    return billed, unbilled, in_cur2["asset_name"]
 
 
 @pytest.fixture(scope="module")
 def reconciled(tmp_path_factory) -> Iterator[Reconciled]:
     before = published_workdir(tmp_path_factory, "recon-before")
     work = published_workdir(tmp_path_factory, "recon-after")
-    bill = work / "bill.csv"
-    billed, unbilled = _write_bill(before / "wh" / "kubeledger.duckdb", bill)
+    bill, cur2 = work / "bill.csv", work / "cur2.parquet"
+    billed, unbilled, cur2_node = _write_bill(before / "wh" / "kubeledger.duckdb", bill, cur2)
     config = work / "kubeledger.yaml"
-    config.write_text(config.read_text() + f"billing:\n  focus_path: {bill}\n  reread_days: 0\n")
+    config.write_text(config.read_text() + f"billing:\n  focus_path: {bill}\n  cur2_path: {cur2}\n"
+                      "  reread_days: 0\n")
     run_cli(work, "backfill", "--start", D1.isoformat(), "--end", D1.isoformat())
     with serve_api(work / "wh" / "serving.duckdb") as base:
         yield Reconciled(before / "wh" / "kubeledger.duckdb", work / "wh" / "kubeledger.duckdb", billed, unbilled,
-                         base)
+                         cur2_node, base)
 
 
 def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(reconciled: Reconciled) -> None:
@@ -144,6 +167,23 @@ def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(re
                            for a in on_prem)
     assert {a["reconciliation_status"] for a in assets.values() if a["asset_kind"] == "load_balancer"} <= {
         "no_resource_id"}
+
+
+def test_a_node_billed_in_the_cur2_export_is_reconciled_by_its_instance_id(reconciled: Reconciled) -> None:
+    """The CUR 2.0 line items reach the same staging model as the FOCUS rows: the instance's usage and negation
+    are one in-cluster bill line whose effective cost is the savings plan's, and the node costs that."""
+    (node,) = _rows(reconciled.after, "select * from marts.fct_asset_daily where usage_date = ? and asset_name = ?",
+                    D1, reconciled.cur2_node)
+    listed = _rows(reconciled.before, "select total_cost from marts.fct_asset_daily where usage_date = ? "
+                   "and asset_name = ?", D1, reconciled.cur2_node)[0]["total_cost"]
+    assert node["reconciliation_status"] == "reconciled"
+    assert node["billed_cost"] == pytest.approx((1 - SAVINGS) * listed, **TOL)
+    assert node["cost_adjustment"] == pytest.approx(-SAVINGS * listed, **TOL)
+    (line,) = _rows(reconciled.after, "select * from marts.fct_cloud_cost_daily where usage_date = ? "
+                    "and resource_key = ?", D1, node["resource_key"])
+    assert (line["provider_name"], line["charge_category"], line["charge_rows"], line["cluster_scope"],
+            line["matched_cluster"]) == ("AWS", "Usage", 2, "in_cluster", "demo")
+    assert (line["list_cost"], line["billed_cost"]) == (pytest.approx(listed, **TOL), pytest.approx(0, abs=1e-9))
 
 
 def test_allocation_adjustments_add_up_to_each_node_adjustment(reconciled: Reconciled) -> None:

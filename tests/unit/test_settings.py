@@ -140,7 +140,9 @@ BAD_VALUES = [
     ("billing:\n  reread_days: -1\n", ["billing.reread_days", "0..92"]),
     ("billing:\n  focus_path: s3://bills/focus/\n", ["billing.focus_path", "s3://bills/focus/", "local folder"]),
     ("billing:\n  focus_path: ' bills'\n", ["billing.focus_path", "without leading or trailing spaces"]),
-    ("billing:\n  focus_file: bills\n", ["billing.focus_file", "unknown key", "focus_path, reread_days"]),
+    ("billing:\n  focus_file: bills\n", ["billing.focus_file", "unknown key", "cur2_path, focus_path, reread_days"]),
+    ("billing:\n  cur2_path: s3://bills/cur2/\n", ["billing.cur2_path", "s3://bills/cur2/", "local folder"]),
+    ("billing:\n  cur2_path: ''\n", ["billing.cur2_path", "non-empty folder, file or glob"]),
     # removed: no model ever read it (METHOD B4 step 2 is not applied); an old file naming it is told so
     ("carbon:\n  carry_forward_hours: 0\n", ["carbon.carry_forward_hours", "unknown key"]),
     ("clusters:\n  - name: a\n    prometheus: {retries: 1000}\n", ["clusters[0].prometheus.retries", "0..20"]),

@@ -1,4 +1,5 @@
--- grain: one row per row of the FOCUS bill files (FOCUS has no row key); every FOCUS column kubeledger uses, typed
+-- grain: one row per row of the FOCUS bill files (FOCUS has no row key) and per AWS CUR 2.0 line item
+-- (stg_cur2__line_items, already in these columns); every FOCUS column kubeledger uses, typed
 with source as (
     select * from {{ source('billing', 'focus_charges') }}
 ),
@@ -38,6 +39,12 @@ renamed as (
             as is_commitment_purchase,
         source_file
     from source
+),
+
+cur2 as (
+    select * from {{ ref('stg_cur2__line_items') }}
 )
 
 select * from renamed
+union all
+select * from cur2

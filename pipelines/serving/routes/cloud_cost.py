@@ -23,9 +23,9 @@ IMPLEMENTED = {"window", "aggregate", "accumulate", "step", "filter", "costMetri
                "strict", *LEGACY_FILTERS}
 IGNORED = {"resolution": "the bill is daily; resolution has no effect",
            "includeOutOfCluster": "every bill row is answered; kubernetesPercent is the part inside a cluster"}
-NO_BILLING = ("no billing source is configured (kubeledger.yaml `billing.focus_path`, docs/API.md \"Cloud costs\"): "
-              "kubeledger has no cloud bill to answer from, so every set is empty")
-NO_BILL_ROWS = ("no cloud bill is in the serving snapshot yet (billing.focus_path is configured: run the pipeline, "
+NO_BILLING = ("no billing source is configured (kubeledger.yaml `billing.focus_path` or `billing.cur2_path`, docs/API.md "
+              "\"Cloud costs\"): kubeledger has no cloud bill to answer from, so every set is empty")
+NO_BILL_ROWS = ("no cloud bill is in the serving snapshot yet (a billing path is configured: run the pipeline, "
                 "and see `kubeledger status` for the billing source's health)")
 
 
@@ -42,7 +42,7 @@ def cloud_cost_query_from_params(params: dict[str, str]) -> CloudCostQuery:
 
 
 def _cloud_cost_route(settings: Settings) -> Route:
-    no_bill = NO_BILL_ROWS if settings.billing.focus_path else NO_BILLING
+    no_bill = NO_BILL_ROWS if settings.billing.focus_path or settings.billing.cur2_path else NO_BILLING
 
     def validate(params: dict[str, str]) -> None:
         cloud_cost_query_from_params(params).validate()

@@ -1,0 +1,158 @@
+"""AWS CUR 2.0 (the AWS Data Exports "CUR 2.0" table, COST_AND_USAGE_REPORT) → raw.cur2_line_items.
+
+`billing.cur2_path` names a folder (its *.parquet, *.csv and *.csv.gz files, recursively), one file or a glob: the
+export's data files as AWS writes them to S3, synced to a local folder. The CUR 2.0 columns kubeledger maps to FOCUS
+are kept under their CUR names, typed; the mapping to the FOCUS columns of stg_focus__charges is dbt's
+(models/staging/stg_cur2__line_items.sql, its sources named in _staging__models.yml). A column no file has is NULL;
+resource_tags (a map) is kept as JSON object text.
+
+Loading is the FOCUS loader's (pipelines/sources/focus.py): files read by DuckDB as text, every column typed and
+checked, the charge days [run start - `billing.reread_days`, run end) replaced in one transaction, the day being the
+UTC day of line_item_usage_start_date. A file that cannot be used never fails the run: nothing is replaced, the last
+good load stays, and the source-health ledger gets one 'billing' problem saying what to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipelines.settings import Settings
+from pipelines.sources.focus import FocusBillError, _check_column, _drop_temp, _expr, _read_files, bill_files
+from pipelines.warehouse.source_health import Problem
+
+TABLE = "cur2_line_items"
+REQUIRED = ("line_item_usage_start_date", "line_item_line_item_type", "line_item_unblended_cost")
+# CUR 2.0 column -> kind (text, number, timestamp, tags); the raw table's columns, in its order. Names and meanings:
+# AWS Data Exports user guide, "Cost and Usage Report (CUR) 2.0" table dictionary (table-dictionary-cur2*.html).
+COLUMNS: dict[str, str] = {
+    "bill_billing_period_start_date": "timestamp",
+    "bill_billing_period_end_date": "timestamp",
+    "bill_payer_account_id": "text",
+    "bill_payer_account_name": "text",
+    "bill_invoicing_entity": "text",
+    "bill_invoice_id": "text",
+    "line_item_usage_start_date": "timestamp",
+    "line_item_usage_end_date": "timestamp",
+    "line_item_line_item_type": "text",
+    "line_item_line_item_description": "text",
+    "line_item_usage_account_id": "text",
+    "line_item_usage_account_name": "text",
+    "line_item_product_code": "text",
+    "line_item_usage_type": "text",
+    "line_item_resource_id": "text",
+    "line_item_availability_zone": "text",
+    "line_item_currency_code": "text",
+    "line_item_usage_amount": "number",
+    "line_item_unblended_cost": "number",
+    "product_servicecode": "text",
+    "product_region_code": "text",
+    "pricing_term": "text",
+    "pricing_public_on_demand_cost": "number",
+    "savings_plan_savings_plan_a_r_n": "text",
+    "savings_plan_savings_plan_effective_cost": "number",
+    "savings_plan_total_commitment_to_date": "number",
+    "savings_plan_used_commitment": "number",
+    "reservation_reservation_a_r_n": "text",
+    "reservation_effective_cost": "number",
+    "reservation_unused_amortized_upfront_fee_for_billing_period": "number",
+    "reservation_unused_recurring_fee": "number",
+    "resource_tags": "tags",
+}
+
+
+def _stage(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
+    """The typed rows of every file in the temp table _kl_cur2_typed, checked; raises FocusBillError."""
+    described = _read_files(con, files)
+    by_lower = {name.lower(): name for name, _ in described}
+    missing = [c for c in REQUIRED if c not in by_lower]
+    if missing:
+        raise FocusBillError(f"required CUR 2.0 column {missing[0]} is missing (the files have: "
+                             f"{', '.join(n for n, _ in described if n != 'filename')[:300]})")
+    select = ", ".join(f"{_expr(by_lower.get(col), kind)} as {col}" for col, kind in COLUMNS.items())
+    con.execute(f"create or replace temp table _kl_cur2_typed as select cast(line_item_usage_start_date as date) "  # noqa: S608
+                f"as charge_date, * from (select filename as source_file, {select} from _kl_focus_read)")
+    for column, why in (("line_item_usage_start_date", "is not a date-time (e.g. 2026-02-01T00:00:00Z)"),
+                        ("line_item_unblended_cost", "is not a number"),
+                        ("line_item_line_item_type", "is empty")):
+        row = con.execute(f"select count(*), min(source_file) from _kl_cur2_typed where {column} is null"  # noqa: S608
+                          ).fetchone()
+        if row and row[0]:
+            raise FocusBillError(f"{row[1]}: {row[0]} row(s) whose {column} {why}")
+    for col, kind in COLUMNS.items():
+        if kind in ("number", "timestamp") and col in by_lower:
+            _check_column(con, by_lower[col], kind)
+
+
+def _replace_days(con: duckdb.DuckDBPyConnection, first: date, end: date) -> tuple[int, int]:
+    """Replace raw.cur2_line_items' charge days [first, end) with the staged rows of those days, in one transaction.
+    Returns (rows written, days with rows)."""
+    con.execute("begin transaction")
+    try:
+        con.execute("delete from raw.cur2_line_items where charge_date >= ? and charge_date < ?", [first, end])
+        cols = ", ".join(["charge_date", "source_file", *COLUMNS])
+        con.execute(f"insert into raw.cur2_line_items ({cols}, _extracted_at) select {cols}, "  # noqa: S608
+                    "cast(timezone('UTC', now()) as timestamp) from _kl_cur2_typed "
+                    "where charge_date >= ? and charge_date < ?", [first, end])
+        rows, days = con.execute("select count(*), count(distinct charge_date) from raw.cur2_line_items "
+                                 "where charge_date >= ? and charge_date < ?", [first, end]).fetchone()
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return int(rows), int(days)
+
+
+def load_cur2_bills(settings: Settings, con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, Any]:
+    """Load the configured CUR 2.0 files' charge days [start - billing.reread_days, end) into raw.cur2_line_items.
+    Never raises for a bad file: {"configured", "first_day", "end_day", "files", "rows", "days", "problems"}."""
+    first = start - timedelta(days=settings.billing.reread_days)
+    summary: dict[str, Any] = {"configured": bool(settings.billing.cur2_path), "first_day": first.isoformat(),
+                               "end_day": end.isoformat(), "files": 0, "rows": 0, "days": 0, "problems": []}
+    if not summary["configured"]:
+        return summary
+    where = str(settings.resolve(settings.billing.cur2_path or ""))
+    try:
+        files = bill_files(settings, "cur2_path")
+        summary["files"] = len(files)
+        _stage(con, files)
+        summary["rows"], summary["days"] = _replace_days(con, first, end)
+    except (FocusBillError, duckdb.Error, OSError) as exc:
+        summary["problems"].append(_problem(con, where, exc, first, end))
+    finally:
+        _drop_temp(con)
+        con.execute("drop table if exists _kl_cur2_typed")
+    return summary
+
+
+def describe_cur2(settings: Settings) -> str:
+    """`kubeledger check-config`: read and check every configured CUR 2.0 file in an in-memory DuckDB (nothing is
+    written); raises FocusBillError or duckdb.Error saying what is wrong."""
+    files = bill_files(settings, "cur2_path")
+    con = duckdb.connect()
+    try:
+        _stage(con, files)
+        rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "
+                                        "from _kl_cur2_typed").fetchone()
+    finally:
+        con.close()
+    return f"{len(files)} CUR 2.0 file(s), {rows} rows, charge days {first}..{last}"
+
+
+def _problem(con: duckdb.DuckDBPyConnection, where: str, exc: Exception, first: date, end: date) -> Problem:
+    cause = re.sub(r"\s+", " ", str(exc)).strip()[:300]
+    try:
+        kept = con.execute("select count(*) from raw.cur2_line_items where charge_date >= ? and charge_date < ?",
+                           [first, end]).fetchone()[0]
+    except duckdb.Error:
+        kept = 0
+    instead = (f"the {kept} CUR rows loaded before for {first}..{end - timedelta(days=1)} stay in use" if kept
+               else f"there are no CUR rows for {first}..{end - timedelta(days=1)}")
+    message = f"the AWS CUR 2.0 export at billing.cur2_path could not be loaded ({cause}); {instead}"
+    hint = ("fix or replace the export files (CUR 2.0 Parquet or CSV with line_item_usage_start_date, "
+            "line_item_line_item_type and line_item_unblended_cost), then re-run the day to load them")
+    return Problem("billing", "file", message, hint, [where])
