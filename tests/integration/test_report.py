@@ -402,6 +402,25 @@ def test_report_renders_and_every_number_matches_the_marts(workdir: Path, tmp_pa
     assert total["recommendation_total_risk_fix_usd"] == pytest.approx(3.0)  # apart, never netted
 
 
+def test_report_and_recommend_cli_say_the_same_of_the_decisions(workdir: Path) -> None:
+    """The page and `kubeledger recommend` (each cluster's newest day, D3) print one total, leave the dismissed
+    recommendation out with a count, and give each applied one its estimate and realised saving (or say it is not
+    measured yet) in the same words; `--all` lists the dismissed one with its reason."""
+    page = Path(run_cli(workdir, "report", "--date", D3.isoformat()).stdout.strip().splitlines()[-1]).read_text()
+    cli = run_cli(workdir, "recommend").stdout
+    shown = float(re.search(r'data-metric="recommendation_total_usd" data-value="([^"]+)"', page).group(1))
+    m = re.search(r"counted once \(retire, rightsize, re-pack, shift, spot\): \$([\d.]+),", cli)
+    assert m and m.group(1) == f"{shown:.2f}" == f"{48.5 + 12.5 + 2.0 + 1.0:.2f}", cli
+    assert "1 dismissed recommendation(s) not listed" in cli and re.search(r">\s*1 dismissed, 2 applied", page)
+    assert "checkout/deployment/search" not in cli + page  # r5, dismissed
+    assert re.search(r"r6 \(applied 2026-03-02\): estimated \$2\.00,.*; realised \$1\.50,", cli), cli
+    assert re.search(r"r7 \(applied 2026-03-03\): estimated \$1\.00,.*; realised: not measured yet \(needs a built "
+                     r"day after it\)", cli), cli
+    assert "not measured yet (needs a built day after it)" in page
+    listed = run_cli(workdir, "recommend", "--all").stdout
+    assert "r5  reason: needs a PDB first" in listed
+
+
 def test_top_tables_hold_the_largest_groups(workdir: Path, tmp_path: Path) -> None:
     path = Path(run_cli(workdir, "report", "--date", D2.isoformat()).stdout.strip().splitlines()[-1])
     page, _ = render(path, tmp_path)
