@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.days import record_first_day
+from pipelines.engines.spark_metastore import adopt_metastore, check_metastore_home
 from pipelines.redaction import redact
 from pipelines.settings import Settings
 from pipelines.timeutil import days_inclusive
@@ -29,17 +30,15 @@ def materialize_days(settings: Settings, start: date, end: date, cluster: str | 
     from pipelines.progress import Reporter
 
     reporter = reporter or Reporter()
+    # Spark: a copied warehouse or a changed lake.root fails here, in one line, before anything starts
+    home = check_metastore_home(settings) if settings.engine == "spark" else True
     reporter.start_stage("setup")
     if cluster is not None:
         settings.cluster(cluster)  # fail early with the list of configured clusters
-    if settings.engine == "spark":  # a copied warehouse or a changed lake.root: one line now, not a failed build
-        from pipelines.engines.spark_metastore import adopt_metastore, check_metastore_home
+    if home is None:  # a metastore older than its record: read once through the session (the jobs reuse it)
+        from pipelines.engines.spark_session import get_session
 
-        # a metastore older than its record: read once through the session (the jobs run here and reuse it)
-        if check_metastore_home(settings) is None:
-            from pipelines.engines.spark_session import get_session
-
-            adopt_metastore(settings, get_session(settings))
+        adopt_metastore(settings, get_session(settings))
     for folder in (settings.warehouse_path.parent, settings.serving_path.parent):
         folder.mkdir(parents=True, exist_ok=True)  # dbt's first seed opens the warehouse file before any step
     record_first_day(settings)  # the partitions stay put from now on (pipelines/days.py)
