@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -31,7 +33,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from pipelines.engines.spark_metastore import check_metastore_home, configured_home, read_home
+from pipelines.settings import load_settings
+from pipelines.settings_models import SettingsError
 from scripts.compare_marts import main as compare_marts
+from tests.fixtures.parquet_contract import parquet_contract_mismatches
 from tests.fixtures.pipeline_workdir import CONFIG, cli_args, cli_env, group_alive, run_cli
 from tests.fixtures.prom_fleet import SHARED_NAMESPACE, write_price_sheet
 from tests.fixtures.spark_compare import assert_lake_marts_equal
@@ -197,3 +203,42 @@ def test_sigkill_while_spark_writes_the_marts_then_rerun(spark_demo: KilledThenR
     con = duckdb.connect()
     for mart in sorted({m for m, _c, _d in final}):
         assert con.execute("select count(*) from read_parquet(?)", [f"{lake}/marts/{mart}/**/*.parquet"]).fetchone()[0] > 0
+
+
+def test_the_lake_and_the_export_hold_the_contract_types(spark_demo: KilledThenRecovered) -> None:
+    # every mart file Spark wrote, and the Parquet export of the Spark-built day: the contract's type per column
+    # (fct_cluster_daily.hour_coverage was DECIMAL(27,6) in the lake: an integer divided by 24.0 on Spark)
+    wh = spark_demo.workdir / "wh"
+    for root in (wh / "lake" / "marts", wh / "parquet"):
+        read, problems = parquet_contract_mismatches(root)
+        assert read > 0 and not problems, "\n".join(problems)
+
+
+def test_a_copied_workdir_writes_nowhere_until_relocated(spark_demo: KilledThenRecovered, tmp_path: Path) -> None:
+    """The copy's run fails at its start naming the original's lake (it wrote its marts there before); `kubeledger
+    lake relocate` re-registers every location in the copy, and again after its lake moved to another root. The
+    one JVM of this test is relocate's own (Derby over JDBC, no Spark session): a few seconds."""
+    original = spark_demo.workdir
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy, ignore=shutil.ignore_patterns("scratch"))
+    run = subprocess.run(cli_args(copy, "materialize", "--date", DAY.isoformat()), cwd=copy, env=cli_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert (f"lake.root is {copy / 'wh' / 'lake'} but the Spark metastore" in run.stderr
+            and f"holds tables at {original / 'wh' / 'lake'}; run `kubeledger lake relocate`" in run.stderr), run.stderr
+
+    relocated = run_cli(copy, "lake", "relocate", timeout=300).stdout
+    assert "re-registered" in relocated and "elsewhere" not in relocated, relocated
+    settings = load_settings(copy / "kubeledger.yaml")
+    assert check_metastore_home(settings) == configured_home(settings) == read_home(settings.spark_state_dir)
+
+    # then the lake moves to another root: refused until relocated, and relocate finds nothing left at the old one
+    (copy / "wh" / "lake").rename(copy / "moved-lake")
+    (copy / "kubeledger.yaml").write_text(SPARK_CONFIG + "lake: {root: moved-lake}\n")
+    moved = load_settings(copy / "kubeledger.yaml")
+    with pytest.raises(SettingsError, match=re.escape(f"holds tables at {copy / 'wh' / 'lake'}; run `kubeledger lake")):
+        check_metastore_home(moved)
+    again = run_cli(copy, "lake", "relocate", timeout=300).stdout
+    assert "marts at " + str(copy / "moved-lake") in again and "elsewhere" not in again, again
+    assert read_home(moved.spark_state_dir) == configured_home(moved)
+    assert "nothing to change" in run_cli(copy, "lake", "relocate", timeout=300).stdout
