@@ -89,6 +89,9 @@ class ClusterSettings:
     region: str | None = None
     carbon_zone: str | None = None  # per-cluster override (on-prem)
     pue: float | None = None
+    # the cluster's cloud billing account, for FOCUS out when no bill line names it (issue 28)
+    billing_account_id: str | None = None
+    billing_account_name: str | None = None
     demo: DemoSettings = field(default_factory=DemoSettings)
     prometheus: PrometheusSettings = field(default_factory=PrometheusSettings)
     kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)

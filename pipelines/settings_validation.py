@@ -250,6 +250,10 @@ def _check_text(key: str, value: str, ctx: ValidationContext) -> None:
                    "digit (it becomes a partition path and a Dagster tag)")
     elif generic == "clusters[].carbon_zone" and not ZONE_RE.fullmatch(value):
         problem = "use an Electricity Maps zone code (e.g. FR, US-CAL-CISO)"
+    elif generic in ("clusters[].billing_account_id", "clusters[].billing_account_name") and (
+            not value.strip() or value != value.strip() or len(value) > 256):
+        problem = ("use the account as the bill names it: 1-256 characters without leading or trailing spaces "
+                   "(e.g. 111122223333, an Azure billing account or a GCP billing account id)")
     elif generic == "energy.carbon_zone_label" and not LABEL_KEY_RE.fullmatch(value):
         problem = "use a Kubernetes label key (letters, digits, '.', '_', '-', '/'; e.g. kubeledger.io/carbon-zone)"
     elif generic == "clusters[].prometheus.cluster_label" and not PROM_LABEL_NAME_RE.fullmatch(value):
@@ -337,6 +341,9 @@ def _check_clusters(clusters: tuple[ClusterSettings, ...], key: str, ctx: Valida
     for i, c in enumerate(clusters):
         if c.name in names[:i]:
             raise ctx.error(f"{key}[{i}].name", f"{c.name!r} is configured twice; names must be unique")
+        if c.billing_account_name is not None and c.billing_account_id is None:
+            raise ctx.error(f"{key}[{i}].billing_account_name",
+                            "needs billing_account_id: the name is the named account's (e.g. 111122223333)")
         if c.source == "prometheus" and not c.prometheus.url:
             raise ctx.error(f"{key}[{i}].prometheus.url",
                             "required when source is 'prometheus' (e.g. http://prometheus:9090)")

@@ -7,19 +7,23 @@
     {%- if cluster_col and var('cluster', none) %} and {{ cluster_col }} = {{ sql_string(var('cluster')) }}{% endif -%}
 {%- endmacro %}
 
-{# Per-cluster settings from kubeledger.yaml as a relation (cluster, provider, region, carbon_zone, pue). #}
+{# Per-cluster settings from kubeledger.yaml as a relation (cluster, provider, region, carbon_zone, pue,
+   billing_account_id, billing_account_name). #}
 {% macro cluster_config_relation() -%}
     {%- set clusters = var('clusters', {}) -%}
     {%- if clusters | length == 0 -%}
     (select cast(null as string) as cluster, cast(null as string) as provider, cast(null as string) as region,
-            cast(null as string) as carbon_zone, cast(null as double) as pue where 1 = 0)
+            cast(null as string) as carbon_zone, cast(null as double) as pue,
+            cast(null as string) as billing_account_id, cast(null as string) as billing_account_name where 1 = 0)
     {%- else -%}
     (select * from (values
     {%- for name, c in clusters.items() %}
         ({{ sql_string(name) }}, {{ sql_string(c.get('provider')) }}, {{ sql_string(c.get('region')) }},
-         {{ sql_string(c.get('carbon_zone')) }}, {{ sql_number(c.get('pue')) }}){% if not loop.last %},{% endif %}
+         {{ sql_string(c.get('carbon_zone')) }}, {{ sql_number(c.get('pue')) }},
+         {{ sql_string(c.get('billing_account_id')) }}, {{ sql_string(c.get('billing_account_name')) }})
+         {%- if not loop.last %},{% endif %}
     {%- endfor %}
-    ) as t(cluster, provider, region, carbon_zone, pue))
+    ) as t(cluster, provider, region, carbon_zone, pue, billing_account_id, billing_account_name))
     {%- endif -%}
 {%- endmacro %}
 

@@ -47,7 +47,8 @@ def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
         "max_ts": end.strftime("%Y-%m-%d %H:%M:%S") if end else None,
         "cluster": cluster,
         "clusters": {
-            c.name: {"provider": c.provider, "region": c.region, "carbon_zone": c.carbon_zone, "pue": c.pue}
+            c.name: {"provider": c.provider, "region": c.region, "carbon_zone": c.carbon_zone, "pue": c.pue,
+                     "billing_account_id": c.billing_account_id, "billing_account_name": c.billing_account_name}
             for c in settings.clusters
         },
         "carbon_provider": settings.carbon.provider,

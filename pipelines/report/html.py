@@ -179,7 +179,7 @@ those headline figures, but none exceeds its quantity's.</p>
 <p class="muted" id="bill-none">Costs are list prices: no cloud bill covers these days (<code>billing.focus_path</code>).</p>
 {% else %}
 <p>The cloud bill (FOCUS) matched {{ num("bill_reconciled_asset_days", bill[-1].reconciled, "count", cluster="__all__", start=s, end=e) }}
-asset-days (nodes and volumes by provider id): billed {{ num("bill_billed_cost", bill[-1].billed_cost, "usd", cluster="__all__", start=s, end=e) }}
+asset-days (nodes, volumes and AWS load balancers by provider id): billed {{ num("bill_billed_cost", bill[-1].billed_cost, "usd", cluster="__all__", start=s, end=e) }}
 against {{ num("bill_list_cost", bill[-1].list_cost, "usd", cluster="__all__", start=s, end=e) }} at list prices. The marts keep the
 list cost in <code>total_cost</code> and carry the difference as cost adjustments, which add up to it; the API's <code>totalCost</code>
 includes them unless <code>reconcile=false</code>. The other figures on this page are list-priced.</p>
@@ -196,7 +196,7 @@ includes them unless <code>reconcile=false</code>. The other figures on this pag
 <td class="r">{{ num("bill_no_bill_asset_days", b.no_bill, "count", **keys) }}</td></tr>
 {% endfor %}
 </table>
-<p class="muted">"Not on the bill": the bill covers the day but has no line for the asset's provider id (its list cost, {{ num("bill_unmatched_list_cost", bill[-1].unmatched_list_cost, "usd", cluster="__all__", start=s, end=e) }}, stays unadjusted). Load balancers are not matched yet. The rule: README, "Reconciliation with the cloud bill".</p>
+<p class="muted">"Not on the bill": the bill covers the day but has no line for the asset's provider id (its list cost, {{ num("bill_unmatched_list_cost", bill[-1].unmatched_list_cost, "usd", cluster="__all__", start=s, end=e) }}, stays unadjusted). The rule: README, "Reconciliation with the cloud bill".</p>
 {% endif %}
 {% endif %}
 

@@ -3,8 +3,10 @@
 The demo cluster's day D1 is built once without a bill (the shared published workdir). A FOCUS bill is then written
 here from that day's own nodes: each node but one billed at 70 % of its list cost (a 30 % savings plan), the ids in
 the forms the providers' exports use (an EC2 ARN, bare instance ids, the GCP full resource name, an upper-case Azure
-VM path), a credit on one instance, one EBS volume at half its list cost, and two lines outside the cluster; one
-more instance is billed in an AWS CUR 2.0 export instead (covered by the savings plan, with its negation). The day
+VM path), a credit on one instance, one EBS volume at half its list cost, the ELB behind the checkout-web Service
+(its ARN, the name from the Service's ingress hostname) at 125 % of its list cost (load-balancer capacity units),
+and two lines outside the cluster; one more instance is billed in an AWS CUR 2.0 export instead (covered by the
+savings plan, with its negation). The day
 is rebuilt with `billing.focus_path` and `billing.cur2_path` set, and the two warehouses are compared: the billed nodes cost what the bill
 says, the adjustments reach the allocations whole, and no energy or carbon number moves.
 """
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.integration
 
 ACCOUNT = "111122223333"
 SAVINGS = 0.30
+LB_MARKUP = 1.25
 CREDIT = -0.01
 TOL = {"rel": 1e-9, "abs": 1e-9}
 WINDOW = f"{D1}T00:00:00Z,{D1 + timedelta(days=1)}T00:00:00Z"
@@ -43,7 +46,8 @@ HEAD = ("BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,C
 class Reconciled:
     before: Path  # the day built without a bill
     after: Path  # the same day rebuilt with the bill
-    billed: dict[str, float]  # node or volume asset name -> its effective cost in the bill
+    billed: dict[str, float]  # node, volume or load balancer asset name -> its effective cost in the bill
+    load_balancer: str  # the billed load balancer's asset name (namespace/service)
     unbilled_node: str
     cur2_node: str  # the node billed in the CUR 2.0 export (by its bare instance id)
     base: str  # the API over the rebuilt day's serving copy
@@ -96,7 +100,22 @@ def _cur2_lines(instance: str, list_cost: float) -> list[dict[str, Any]]:
              "pricing_public_on_demand_cost": 0.0}]
 
 
-def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float], str, str]:
+def _load_balancer_line(before: Path) -> tuple[str, str, float]:
+    """(asset name, the bill's line, effective cost) of the demo's one load balancer with an AWS ELB hostname: the
+    bill names it by its classic-ELB ARN, arn:...:loadbalancer/<name>, the name being the hostname's first label
+    without its last '-' part (<name>-<dns id>.<region>.elb.amazonaws.com)."""
+    (lb,) = _rows(before, "select distinct s.namespace || '/' || s.service as asset_name, s.ingress, "
+                  "a.load_balancer_cost from raw.service_hours s join marts.fct_asset_daily a "
+                  "on a.asset_kind = 'load_balancer' and a.asset_name = s.namespace || '/' || s.service "
+                  "and a.usage_date = ? where s.ingress like '%.elb.amazonaws.com'", D1)
+    name = lb["ingress"].split(".", 1)[0].rsplit("-", 1)[0]
+    effective = LB_MARKUP * lb["load_balancer_cost"]
+    arn = f"arn:aws:elasticloadbalancing:us-east-1:{ACCOUNT}:loadbalancer/{name}"
+    return lb["asset_name"], _line(arn, lb["load_balancer_cost"], effective,
+                                   service="Elastic Load Balancing"), effective
+
+
+def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float], str, str, str]:
     nodes = _rows(before, "select a.asset_name, a.total_cost, m.provider_id from marts.fct_asset_daily a "
                   "join (select distinct node, provider_id from marts.fct_allocation_daily "
                   "      where allocation_kind = 'idle' and usage_date = ?) m on m.node = a.asset_name "
@@ -125,11 +144,14 @@ def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float],
     lines.append(_line(volume["resource_key"], volume["pv_cost"], volume["pv_cost"] / 2,
                        service="Amazon Elastic Block Store"))
     billed[volume["asset_name"]] = volume["pv_cost"] / 2
+    load_balancer, line, effective = _load_balancer_line(before)
+    lines.append(line)
+    billed[load_balancer] = effective
     # outside the cluster: the cluster's account's S3 bucket, and another account's instance
     lines.append(_line("my-bucket", 3.0, 3.0, service="Amazon Simple Storage Service"))
     lines.append(_line("i-0elsewhere", 5.0, 5.0, account="999900001111"))
     path.write_text("\n".join(lines) + "\n")
-    return billed, unbilled, in_cur2["asset_name"]
+    return billed, unbilled, in_cur2["asset_name"], load_balancer
 
 
 @pytest.fixture(scope="module")
@@ -137,14 +159,14 @@ def reconciled(tmp_path_factory) -> Iterator[Reconciled]:
     before = published_workdir(tmp_path_factory, "recon-before")
     work = published_workdir(tmp_path_factory, "recon-after")
     bill, cur2 = work / "bill.csv", work / "cur2.parquet"
-    billed, unbilled, cur2_node = _write_bill(before / "wh" / "kubeledger.duckdb", bill, cur2)
+    billed, unbilled, cur2_node, load_balancer = _write_bill(before / "wh" / "kubeledger.duckdb", bill, cur2)
     config = work / "kubeledger.yaml"
     config.write_text(config.read_text() + f"billing:\n  focus_path: {bill}\n  cur2_path: {cur2}\n"
                       "  reread_days: 0\n")
     run_cli(work, "backfill", "--start", D1.isoformat(), "--end", D1.isoformat())
     with serve_api(work / "wh" / "serving.duckdb") as base:
-        yield Reconciled(before / "wh" / "kubeledger.duckdb", work / "wh" / "kubeledger.duckdb", billed, unbilled,
-                         cur2_node, base)
+        yield Reconciled(before / "wh" / "kubeledger.duckdb", work / "wh" / "kubeledger.duckdb", billed,
+                         load_balancer, unbilled, cur2_node, base)
 
 
 def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(reconciled: Reconciled) -> None:
@@ -165,8 +187,13 @@ def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(re
     on_prem = [a for a in assets.values() if a["asset_kind"] == "node" and a["resource_key"] is None]
     assert on_prem and all(a["reconciliation_status"] == "no_resource_id" and a["cost_adjustment"] == 0
                            for a in on_prem)
-    assert {a["reconciliation_status"] for a in assets.values() if a["asset_kind"] == "load_balancer"} <= {
-        "no_resource_id"}
+    # the ELB: billed - list on its load-balancer cost; the IP-fronted one has no id the bill carries
+    lb = assets[reconciled.load_balancer]
+    assert lb["load_balancer_cost_adjustment"] == pytest.approx(
+        reconciled.billed[reconciled.load_balancer] - lb["load_balancer_cost"], **TOL)
+    assert lb["load_balancer_cost_adjustment"] > 0 and lb["cost_adjustment"] == lb["load_balancer_cost_adjustment"]
+    others = [a for a in assets.values() if a["asset_kind"] == "load_balancer" and a is not lb]
+    assert others and {(a["reconciliation_status"], a["cost_adjustment"]) for a in others} == {("no_resource_id", 0)}
 
 
 def test_a_node_billed_in_the_cur2_export_is_reconciled_by_its_instance_id(reconciled: Reconciled) -> None:
@@ -208,6 +235,14 @@ def test_allocation_adjustments_add_up_to_each_node_adjustment(reconciled: Recon
     allocated = _rows(reconciled.after, "select sum(pv_cost_adjustment) as a from marts.fct_allocation_daily "
                       "where usage_date = ?", D1)[0]["a"]
     assert volumes < 0 and allocated == pytest.approx(volumes, **TOL)
+    # the load balancer's adjustment reaches its pods (and any unmounted part) whole
+    (lb,) = _rows(reconciled.after, "select load_balancer_cost_adjustment as asset from marts.fct_asset_daily "
+                  "where usage_date = ? and asset_name = ?", D1, reconciled.load_balancer)
+    allocated = _rows(reconciled.after, "select sum(load_balancer_cost_adjustment) as a, "
+                      "count(*) filter (where load_balancer_cost_adjustment <> 0) as n "
+                      "from marts.fct_allocation_daily where usage_date = ?", D1)[0]
+    assert lb["asset"] > 0 and allocated["n"] > 0
+    assert allocated["a"] == pytest.approx(lb["asset"], rel=1e-9, abs=1e-9)
 
 
 # the columns the reconciliation adds; every other column keeps its value

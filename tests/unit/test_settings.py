@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.dagster_defs.dbt_args import dbt_vars
 from pipelines.settings import Settings, SettingsError, load_settings
 
 
@@ -54,6 +55,11 @@ def test_config_env_var_and_relative_paths(tmp_path, monkeypatch):
         ("clusters:\n  - name: a\n  - name: a\n", ["clusters[1].name", "twice"]),
         ("clusters:\n  - name: 'bad name'\n", ["clusters[0].name", "letters"]),
         ("clusters:\n  - name: a\n    carbon_zone: france\n", ["clusters[0].carbon_zone", "zone code"]),
+        ("clusters:\n  - name: a\n    billing_account_id: 111122223333\n",
+         ["clusters[0].billing_account_id", "not text", "quote"]),
+        ("clusters:\n  - name: a\n    billing_account_id: ' 1111'\n", ["clusters[0].billing_account_id", "spaces"]),
+        ("clusters:\n  - name: a\n    billing_account_name: Payer\n",
+         ["clusters[0].billing_account_name", "needs billing_account_id"]),
         ("energy:\n  memory: yes please\n", ["energy.memory", "true or false"]),
         ("clusters: []\n", ["clusters", "non-empty"]),
         ("quality: [1, 2]\n", ["quality", "mapping"]),
@@ -547,3 +553,13 @@ def test_readme_example_loads(tmp_path):
     assert block, "README.md has no kubeledger.yaml example"
     s = load_settings(write(tmp_path, block.group(1)))
     assert s.warehouse.memory_limit == "4GB" and s.schedule.daily_cron == "30 1 * * *"
+
+
+def test_a_clusters_billing_account_reaches_the_dbt_vars(tmp_path):
+    """clusters[].billing_account_id / _name (FOCUS out's BillingAccountId when no bill names the account) load as
+    text and reach dbt with the cluster's other settings; unset, they are None."""
+    p = write(tmp_path, "clusters:\n  - name: a\n    billing_account_id: '111122223333'\n"
+                        "    billing_account_name: Payer Inc\n  - name: b\n")
+    clusters = dbt_vars(load_settings(p), None, None)["clusters"]
+    assert (clusters["a"]["billing_account_id"], clusters["a"]["billing_account_name"]) == ("111122223333", "Payer Inc")
+    assert (clusters["b"]["billing_account_id"], clusters["b"]["billing_account_name"]) == (None, None)

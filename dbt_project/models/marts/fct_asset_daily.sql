@@ -109,18 +109,18 @@ final as (
 ),
 
 reconciled as (
-    -- the bill (issue 28): nodes and volumes matched by resource id; the other kinds have no resource id
+    -- the bill (issue 28): nodes, volumes and load balancers matched by resource id; the other kinds have none
     select
         final.*,
-        coalesce(nodes.resource_key, volumes.resource_key) as resource_key,
-        coalesce(nodes.billed_cost, volumes.billed_cost) as billed_cost,
+        coalesce(nodes.resource_key, volumes.resource_key, load_balancers.resource_key) as resource_key,
+        coalesce(nodes.billed_cost, volumes.billed_cost, load_balancers.billed_cost) as billed_cost,
         coalesce(nodes.cpu_cost_adjustment, 0.0) as cpu_cost_adjustment,
         coalesce(nodes.ram_cost_adjustment, 0.0) as ram_cost_adjustment,
         coalesce(nodes.gpu_cost_adjustment, 0.0) as gpu_cost_adjustment,
         coalesce(volumes.pv_cost_adjustment, 0.0) as pv_cost_adjustment,
-        cast(0 as double) as load_balancer_cost_adjustment,
-        coalesce(nodes.reconciliation_status, volumes.reconciliation_status, 'no_resource_id')
-            as reconciliation_status
+        coalesce(load_balancers.load_balancer_cost_adjustment, 0.0) as load_balancer_cost_adjustment,
+        coalesce(nodes.reconciliation_status, volumes.reconciliation_status, load_balancers.reconciliation_status,
+                 'no_resource_id') as reconciliation_status
     from final
     left join {{ ref('int_nodes_reconciled_daily') }} as nodes
         on final.asset_kind = 'node' and nodes.usage_date = final.usage_date and nodes.cluster = final.cluster
@@ -128,6 +128,10 @@ reconciled as (
     left join {{ ref('int_volumes_reconciled_daily') }} as volumes
         on final.asset_kind = 'volume' and volumes.usage_date = final.usage_date
         and volumes.cluster = final.cluster and volumes.pv = final.asset_name
+    left join {{ ref('int_load_balancers_reconciled_daily') }} as load_balancers
+        on final.asset_kind = 'load_balancer' and load_balancers.usage_date = final.usage_date
+        and load_balancers.cluster = final.cluster
+        and load_balancers.namespace || '/' || load_balancers.service = final.asset_name
 )
 
 select

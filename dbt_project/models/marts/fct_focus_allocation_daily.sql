@@ -59,6 +59,13 @@ cluster_accounts as (
     having count(distinct billing_account_id) = 1
 ),
 
+-- the cluster's billing account from kubeledger.yaml (clusters[].billing_account_id), when no bill names one
+cluster_settings as (
+    select cluster, billing_account_id, billing_account_name
+    from {{ cluster_config_relation() }}
+    where billing_account_id is not null
+),
+
 joined as (
     select
         allocations.*,
@@ -67,11 +74,14 @@ joined as (
         case
             when node_accounts.billing_account_id is not null then 'node_bill'
             when cluster_accounts.billing_account_id is not null then 'cluster_bill'
+            when cluster_settings.billing_account_id is not null then 'settings'
             else 'unknown'
         end as billing_account_source,
-        coalesce(node_accounts.billing_account_id, cluster_accounts.billing_account_id) as billing_account_id,
+        coalesce(node_accounts.billing_account_id, cluster_accounts.billing_account_id,
+                 cluster_settings.billing_account_id) as billing_account_id,
         case when node_accounts.billing_account_id is not null then node_accounts.billing_account_name
-            else cluster_accounts.billing_account_name end as billing_account_name,
+            when cluster_accounts.billing_account_id is not null then cluster_accounts.billing_account_name
+            else cluster_settings.billing_account_name end as billing_account_name,
         case when node_accounts.billing_account_id is not null then node_accounts.sub_account_id
             else cluster_accounts.sub_account_id end as sub_account_id,
         case when node_accounts.billing_account_id is not null then node_accounts.sub_account_name
@@ -88,6 +98,7 @@ joined as (
             and node_accounts.resource_key = nodes.resource_key
     left join cluster_accounts
         on cluster_accounts.usage_date = allocations.usage_date and cluster_accounts.cluster = allocations.cluster
+    left join cluster_settings on cluster_settings.cluster = allocations.cluster
 ),
 
 named as (

@@ -21,6 +21,7 @@ unmounted_hourly as (
         -- the volume's bill adjustment on the part no pod paid for (issue 28)
         volumes.pv_cost * coalesce(reconciled.pv_adjustment_rate, 0) as pv_cost_adjustment,
         cast(0 as double) as load_balancer_cost,
+        cast(0 as double) as load_balancer_cost_adjustment,
         volumes.energy_storage_kwh,
         volumes.energy_storage_kwh * coalesce(cluster_hour_intensity.intensity_x_pue,
             {{ default_intensity() }} * {{ default_pue() }})
@@ -34,10 +35,15 @@ unmounted_hourly as (
         and reconciled.pv = volumes.pv
     where volumes.pod_uid = '__unmounted__'
     union all
-    select cluster, hour_ts, namespace, 0.0, 0.0, 0.0, load_balancer_cost, 0.0, 0.0,
-           coalesce(is_endpoints_missing, false)
-    from {{ ref('int_load_balancers_allocated_hourly') }}
-    where pod_uid = '__unmounted__'
+    -- the load balancer's bill adjustment on the part no pod paid for (issue 28)
+    select lbs.cluster, lbs.hour_ts, lbs.namespace, 0.0, 0.0, 0.0, lbs.load_balancer_cost,
+           lbs.load_balancer_cost * coalesce(reconciled.load_balancer_adjustment_rate, 0), 0.0, 0.0,
+           coalesce(lbs.is_endpoints_missing, false)
+    from {{ ref('int_load_balancers_allocated_hourly') }} as lbs
+    left join {{ ref('int_load_balancers_reconciled_daily') }} as reconciled
+        on reconciled.cluster = lbs.cluster and reconciled.usage_date = cast(lbs.hour_ts as date)
+        and reconciled.namespace = lbs.namespace and reconciled.service = lbs.service
+    where lbs.pod_uid = '__unmounted__'
 ),
 
 unmounted_daily as (
@@ -51,6 +57,7 @@ unmounted_daily as (
         sum(pv_cost) as pv_cost,
         sum(pv_cost_adjustment) as pv_cost_adjustment,
         sum(load_balancer_cost) as load_balancer_cost,
+        sum(load_balancer_cost_adjustment) as load_balancer_cost_adjustment,
         sum(energy_storage_kwh) as energy_storage_kwh,
         sum(co2e_operational_g) as co2e_operational_g,
         {{ reasons_string([('bool_or(is_lb_endpoints_missing)', 'lb_endpoints_missing')]) }} as estimation_reasons
@@ -69,6 +76,7 @@ select
         'start_ts': 'u.start_ts', 'end_ts': 'u.end_ts',
         'pv_byte_hours': 'u.pv_byte_hours', 'pv_cost': 'u.pv_cost', 'load_balancer_cost': 'u.load_balancer_cost',
         'pv_cost_adjustment': 'u.pv_cost_adjustment',
+        'load_balancer_cost_adjustment': 'u.load_balancer_cost_adjustment',
         'energy_storage_kwh': 'u.energy_storage_kwh', 'co2e_operational_g': 'u.co2e_operational_g',
         'estimation_reasons': 'u.estimation_reasons',
     }) }}

@@ -53,11 +53,17 @@ pod_volumes as (
 ),
 
 pod_load_balancers as (
-    select cluster, hour_ts, pod_uid, sum(load_balancer_cost) as load_balancer_cost,
-           bool_or(is_pods_from_selector) as is_lb_pods_from_selector
-    from {{ ref('int_load_balancers_allocated_hourly') }}
-    where pod_uid <> '__unmounted__'
-    group by cluster, hour_ts, pod_uid
+    select lbs.cluster, lbs.hour_ts, lbs.pod_uid, sum(lbs.load_balancer_cost) as load_balancer_cost,
+           -- each load balancer's bill adjustment, in proportion to the cost the pod pays for it (issue 28)
+           sum(lbs.load_balancer_cost * coalesce(reconciled.load_balancer_adjustment_rate, 0))
+               as load_balancer_cost_adjustment,
+           bool_or(lbs.is_pods_from_selector) as is_lb_pods_from_selector
+    from {{ ref('int_load_balancers_allocated_hourly') }} as lbs
+    left join {{ ref('int_load_balancers_reconciled_daily') }} as reconciled
+        on reconciled.cluster = lbs.cluster and reconciled.usage_date = cast(lbs.hour_ts as date)
+        and reconciled.namespace = lbs.namespace and reconciled.service = lbs.service
+    where lbs.pod_uid <> '__unmounted__'
+    group by lbs.cluster, lbs.hour_ts, lbs.pod_uid
 ),
 
 pod_network as (
@@ -94,6 +100,8 @@ container_hours as (
         coalesce(pod_volumes.pv_cost_adjustment, 0) / pod_container_counts.containers_in_pod as pv_cost_adjustment,
         coalesce(pod_load_balancers.load_balancer_cost, 0) / pod_container_counts.containers_in_pod
             as load_balancer_cost,
+        coalesce(pod_load_balancers.load_balancer_cost_adjustment, 0) / pod_container_counts.containers_in_pod
+            as load_balancer_cost_adjustment,
         coalesce(pod_load_balancers.is_lb_pods_from_selector, false) as is_lb_pods_from_selector,
         pod_network.network_transfer_bytes / pod_container_counts.containers_in_pod as network_transfer_bytes,
         pod_network.network_receive_bytes / pod_container_counts.containers_in_pod as network_receive_bytes,
@@ -159,6 +167,7 @@ workload_daily as (
         sum(network_cross_region_cost) as network_cross_region_cost,
         sum(network_internet_cost) as network_internet_cost,
         sum(load_balancer_cost) as load_balancer_cost,
+        sum(load_balancer_cost_adjustment) as load_balancer_cost_adjustment,
         sum(energy_cpu_kwh) as energy_cpu_kwh,
         sum(energy_memory_kwh) as energy_memory_kwh,
         sum(energy_gpu_kwh) as energy_gpu_kwh,
@@ -193,7 +202,6 @@ workload_rows as (
             'cpu_cost_adjustment': 'w.cpu_cost * coalesce(reconciled.cpu_adjustment_rate, 0)',
             'ram_cost_adjustment': 'w.ram_cost * coalesce(reconciled.ram_adjustment_rate, 0)',
             'gpu_cost_adjustment': 'w.gpu_cost * coalesce(reconciled.gpu_adjustment_rate, 0)',
-            'load_balancer_cost_adjustment': 'cast(0 as double)',
             'reconciliation_status': "coalesce(reconciled.reconciliation_status, 'no_resource_id')",
         }, rest='w') }}
     from workload_daily as w

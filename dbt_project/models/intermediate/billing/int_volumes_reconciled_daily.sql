@@ -21,32 +21,13 @@ volume_keys as (
     group by cluster, cast(hour_ts as date), pv
 ),
 
-bill_days as (
-    select distinct usage_date from {{ ref('int_cloud_costs_keyed_daily') }}
-),
-
-billed as (
-    select
-        volumes.*,
-        volume_keys.resource_key,
-        bill.effective_cost as billed_cost,
-        bill.account_id,
-        {{ reconciliation_status('volume_keys.resource_key', 'bill.resource_key', 'bill_days.usage_date') }}
-            as reconciliation_status
+keyed as (
+    select volumes.*, volume_keys.resource_key
     from volumes
     left join volume_keys
         on volume_keys.cluster = volumes.cluster and volume_keys.usage_date = volumes.usage_date
         and volume_keys.pv = volumes.pv
-    left join {{ ref('int_cloud_costs_keyed_daily') }} as bill
-        on bill.usage_date = volumes.usage_date and bill.resource_key = volume_keys.resource_key
-    left join bill_days on bill_days.usage_date = volumes.usage_date
-)
+),
 
-select
-    *,
-    case when reconciliation_status = 'reconciled' then billed_cost - list_cost else 0.0 end
-        as pv_cost_adjustment,
-    -- a volume with no list cost keeps its adjustment on the asset (nothing to spread it over)
-    case when reconciliation_status = 'reconciled' then coalesce((billed_cost - list_cost) / nullif(list_cost, 0), 0)
-        else 0.0 end as pv_adjustment_rate
-from billed
+-- the bill's effective cost, the status and pv_cost_adjustment / pv_adjustment_rate (macros/billing.sql)
+{{ bill_matched('keyed', 'pv') }}
