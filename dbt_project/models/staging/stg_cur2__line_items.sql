@@ -1,5 +1,6 @@
--- grain: one row per AWS CUR 2.0 line item (raw.cur2_line_items), as the FOCUS columns of stg_focus__charges
--- (which unions these rows with the FOCUS files'). The mapping and its sources are in _staging__models.yml.
+-- grain: one row per row of raw.cur2_line_items (an AWS CUR 2.0 line item; CUR has no row key), in the FOCUS
+-- columns of stg_focus__charges (which unions these rows with the FOCUS files'). The mapping and its sources are
+-- in _staging__models.yml.
 with source as (
     select * from {{ source('billing', 'cur2_line_items') }}
 ),
