@@ -19,13 +19,14 @@ from __future__ import annotations
 import calendar
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
 
 from pipelines.settings import ClusterSettings
+from pipelines.sources import demo_scenario
 from pipelines.sources.base import COVERAGE_TABLE, OPTIONAL_SERIES, ExtractResult, hour_floor
 from pipelines.sources.demo_fit import fit_usage
 from pipelines.sources.demo_shapes import (
@@ -113,8 +114,20 @@ def _frames_for_hour(cluster: ClusterSettings, topo: _Topology, h: datetime,
     rng = np.random.default_rng(_seed("hour", cluster.demo.seed, cluster.name, H))
     node_hours, node_rm, node_on = _node_hours(topo, H)
     pods = _pod_instances(topo, H)
+    own = _own_rng_pods(topo, pods)
+    if own.any():  # the scenario's bursty Deployment: a generator and an hourly shape of its own (demo_scenario)
+        pods, mine = _take(pods, ~own), _take(pods, own)
     pod_hours, egress = _pod_hours(topo, pods, rng, hod)
     container_hours, gpu_util = _container_hours(topo, pods, node_rm, rng, hod)
+    if own.any():
+        own_rng = np.random.default_rng(_seed("hour", cluster.demo.seed, cluster.name, H, demo_scenario.OWN_RNG))
+        own_pod_hours, own_egress = _pod_hours(topo, mine, own_rng, hod)
+        own_container_hours, _ = _container_hours(topo, mine, node_rm, own_rng, hod,
+                                                  demo_scenario.bursty_shape(hod))
+        pod_hours = pd.concat([pod_hours, own_pod_hours], ignore_index=True)
+        container_hours = pd.concat([container_hours, own_container_hours], ignore_index=True)
+        egress = {c: np.r_[egress[c], own_egress[c]] for c in egress}
+        pods = _take(pods, np.ones(len(pods.slot), bool), mine)
     service_hours = _service_hours(topo, pods)
     gpu_hours = _gpu_hours(topo, pods, node_on, gpu_util, rng)
     pod_volume_hours = _pod_volume_hours(topo, pods)
@@ -143,6 +156,28 @@ def _node_hours(topo: _Topology, H: int) -> tuple[pd.DataFrame, np.ndarray, np.n
     node_rm = (n_last - n_first).astype(float)
     node_on = node_rm > 0
     return nodes.loc[node_on, _NODE_COLS].assign(running_minutes=node_rm[node_on]), node_rm, node_on
+
+
+def _own_rng_pods(topo: _Topology, pods: _HourPods) -> np.ndarray:
+    """Which of the hour's pods belong to slots with a generator of their own (demo_scenario.OWN_RNG)."""
+    if "own_rng" not in topo.slots:
+        return np.zeros(len(pods.slot), bool)
+    return topo.slots["own_rng"].fillna(False).astype(bool).to_numpy()[pods.slot]
+
+
+def _take(pods: _HourPods, keep: np.ndarray, more: _HourPods | None = None) -> _HourPods:
+    """The pods where `keep`, followed by all of `more` if given."""
+    out = {}
+    for f in fields(_HourPods):
+        v = getattr(pods, f.name)
+        if f.name == "hour":
+            out[f.name] = v
+        elif isinstance(v, list):
+            tail = list(getattr(more, f.name)) if more is not None else []
+            out[f.name] = [x for x, k in zip(v, keep, strict=True) if k] + tail
+        else:
+            out[f.name] = np.r_[v[keep], getattr(more, f.name)] if more is not None else v[keep]
+    return _HourPods(**out)
 
 
 def _pod_instances(topo: _Topology, H: int) -> _HourPods:
@@ -281,16 +316,16 @@ def _container_usage(topo: _Topology, pods: _HourPods, rep: np.ndarray, ci: np.n
 
 
 def _container_hours(topo: _Topology, pods: _HourPods, node_rm: np.ndarray, rng: np.random.Generator,
-                     hod: int) -> tuple[pd.DataFrame, float]:
-    """container_hours and the GPU utilisation of the hour. Draws: usage (`_container_usage`), GPU
-    utilisation, CPU peak, then memory peak."""
+                     hod: int, level: float | None = None) -> tuple[pd.DataFrame, float]:
+    """container_hours and the GPU utilisation of the hour, at `level` (default: the diurnal curve). Draws: usage
+    (`_container_usage`), GPU utilisation, CPU peak, then memory peak."""
     rep, ci = _container_rows(topo, pods)
     co = topo.cont
     gpu_req = co["gpu_req"].to_numpy()[ci]
     run = pods.rm[rep]
     on = run > 0
     n_c = len(ci)
-    d = _diurnal(hod)
+    d = _diurnal(hod) if level is None else level
     cores, mem = _container_usage(topo, pods, rep, ci, node_rm, rng, d)
     gpu_util = np.full(n_c, np.nan)
     util = float(np.clip(0.15 + 0.6 * d + rng.normal(0, 0.05), 0.02, 0.98))

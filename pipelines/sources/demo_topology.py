@@ -230,8 +230,9 @@ def _add_scenario(lay: _Layout, kube_proxy: int, claims: _Claims) -> dict[int, d
     slots' fixed usage factors (demo_scenario)."""
     first = len(lay.nodes)
     showcase = demo_scenario.add_showcase(lay.b, first, kube_proxy, DEPLOY, CRON, DS, _regular_segments)
-    lay.nodes = pd.concat([lay.nodes, demo_scenario.showcase_nodes(first)], ignore_index=True)
-    lay.daily_end = np.r_[lay.daily_end, np.full(3, DAY_S)]
+    added = demo_scenario.showcase_nodes(first)
+    lay.nodes = pd.concat([lay.nodes, added], ignore_index=True)
+    lay.daily_end = np.r_[lay.daily_end, np.full(len(added), DAY_S)]
     lay.namespaces = pd.concat([lay.namespaces, pd.DataFrame(demo_scenario.showcase_namespaces())],
                                ignore_index=True)
     claims.claim(demo_scenario.NAMESPACE, "orphan-data", lay.at(0), 50, 50, [])
@@ -254,9 +255,12 @@ def _containers(lay: _Layout, showcase: dict[int, dict[str, float]]) -> pd.DataF
     rng = lay.rng
     cont = pd.DataFrame(lay.b.cont, columns=["slot", "container", "cpu_req", "ram_req", "cpu_lim", "ram_lim",
                                              "gpu_req", "abs_cpu", "abs_ram", "eff", "_pad"])
-    cont["eff"] = cont["eff"] * rng.uniform(0.8, 1.2, len(cont))
-    cont["mem_eff"] = rng.uniform(0.4, 0.9, len(cont))
-    cont["peak"] = rng.uniform(1.2, 2.5, len(cont))
+    # slots with a generator of their own (demo_scenario.OWN_RNG) draw nothing here: their factors are fixed
+    drawn = ~cont["slot"].isin([i for i, x in enumerate(lay.b.slots) if x.get("own_rng")]).to_numpy()
+    n = int(drawn.sum())
+    cont.loc[drawn, "eff"] = cont.loc[drawn, "eff"] * rng.uniform(0.8, 1.2, n)
+    cont.loc[drawn, "mem_eff"] = rng.uniform(0.4, 0.9, n)
+    cont.loc[drawn, "peak"] = rng.uniform(1.2, 2.5, n)
     for sid_, fixed_factors in showcase.items():
         for col, value in fixed_factors.items():
             cont.loc[cont["slot"] == sid_, col] = value

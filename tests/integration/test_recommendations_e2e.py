@@ -2,8 +2,10 @@
 
 A 7-day backfill through the real CLI, then: each planted case gets its recommendation on the last day (an
 over-requested Deployment, an abandoned Deployment, an unmounted PVC, an over-provisioned node pool, a nightly
-CronJob; the default topology's claims that use a small share of their volume), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
-The default topology's diurnal Deployments (checkout-web) get an off-peak scale-down, recomputed here in pandas.
+CronJob, a bursty Deployment with steady replicas; the default topology's claims that use a small share of their
+volume), the well-sized Deployment gets none, and `kubeledger recommend` and the savings endpoints answer the mart.
+The default topology's diurnal Deployments (checkout-web) get an off-peak scale-down and the bursty one an HPA,
+both recomputed here in pandas.
 """
 
 from __future__ import annotations
@@ -297,6 +299,73 @@ def test_off_peak_scale_down_recomputed(workdir, recs):
         if r["superseded_by"] is None:  # counted on top of the rightsizing it is computed after
             assert r["counted_usd_per_month"] == pytest.approx(r["saving_usd_per_month"])
 
+
+def test_hpa_candidate_recomputed(workdir, recs):
+    """Every Deployment an HPA would size for less, recomputed in pandas from the hourly history at today's requests:
+    the same replicas (>= 2) and CPU request per replica in every hour, p95 / p50 of its hourly CPU >= 2, per hour
+    the replicas needed at a 70 % CPU target and for the summed memory peaks, and the replica-hours above that need
+    x the hour's cost, memory kWh and CO2e, x 730 / the observed hours. The scenario's bursty-api is one; without the
+    Kubernetes API it says hpa_not_checked, and it saves more than its rightsizing (no off-peak block: a burst every
+    4 hours), so it counts and the rightsizing is superseded by it."""
+    con = duckdb.connect(str(workdir / "wh" / "kubeledger.duckdb"), read_only=True)
+    try:
+        window = [datetime.combine(LAST - timedelta(days=6), time()), LAST]
+        h = con.execute("select * from intermediate.int_workload_hours_recorded where controller_kind = 'Deployment' "
+                        "and hour_ts >= ? and usage_date <= ?", window).df()
+        observed = con.execute("select count(distinct hour_ts) from intermediate.int_node_hours_recorded "
+                               "where hour_ts >= ? and usage_date <= ?", window).fetchone()[0]
+    finally:
+        con.close()
+    h["cost"] = h["cpu_cost"] + h["ram_cost"] + h["gpu_cost"]
+    h["g"] = h["energy_memory_kwh"] * h["carbon_intensity_g_per_kwh"] * h["pue"] + h["co2e_embodied_g"]
+    h["cpu_req"], h["ram_req"] = h["cpu_request_cores"] * h["run_h"], h["ram_request_bytes"] * h["run_h"]
+    g = h.groupby(["namespace", "controller", "hour_ts"]).agg(
+        run_h=("run_h", "sum"), containers=("container", "nunique"), cpu=("cpu_usage_core_hours", "sum"),
+        ram_peak=("ram_usage_max_bytes", "sum"), cpu_req=("cpu_req", "sum"), ram_req=("ram_req", "sum"),
+        cost=("cost", "sum"), kwh=("energy_memory_kwh", "sum"), g=("g", "sum")).reset_index()
+    g["pods"] = g["run_h"] / g["containers"]
+    g = g[g["pods"] > 0].copy()
+    g["replicas"] = (g["pods"] + 0.5).apply(math.floor)
+    g["request"] = g["cpu_req"] / g["pods"]
+
+    def need(r) -> int:
+        cpu = math.ceil(r.cpu * r.pods / (r.cpu_req * 0.7) - 1e-9) if r.cpu_req > 0 else 1
+        ram = math.ceil(r.ram_peak * r.pods / r.ram_req - 1e-9) if r.ram_req > 0 else 1
+        return max(cpu, ram, 1)
+
+    g["needed"] = [need(r) for r in g.itertuples()]
+    want: dict[str, tuple[str, float, tuple[float, float, float]]] = {}
+    for (ns, name), x in g.groupby(["namespace", "controller"]):
+        p50, p95 = x["cpu"].quantile(0.5), x["cpu"].quantile(0.95)
+        n = x["replicas"].min()
+        if (n < 2 or x["replicas"].max() != n or x["request"].max() > x["request"].min() * 1.000001 or p50 <= 0
+                or p95 < p50 * 2.0):
+            continue
+        share = (x["replicas"] - x["needed"]) / x["pods"]
+        saving = tuple(float((share * x[c]).sum()) * 730 / observed for c in ("cost", "kwh", "g"))
+        if saving[0] > 0:
+            action = (f"Add a HorizontalPodAutoscaler: min {x['needed'].min()}, max {max(x['needed'].max(), n)} "
+                      f"replicas, target 70% CPU (now a fixed {n})")
+            want[f"hpa_candidate:demo/{ns}/deployment/{name}"] = (action, p95 / p50, saving)
+    rows = {r["recommendation_id"]: r for r in recs if r["kind"] == "hpa_candidate"}
+    bursty = "hpa_candidate:demo/showcase/deployment/bursty-api"
+    assert bursty in want and set(rows) == set(want)
+    for rid, (action, ratio, saving) in want.items():
+        r = rows[rid]
+        assert r["action"] == action, (r["action"], action)
+        assert (r["saving_usd_per_month"], r["saving_kwh_per_month"], r["saving_co2e_g_per_month"]) == \
+            pytest.approx(saving, rel=1e-9, abs=1e-9), rid
+        ev = json.loads(r["evidence"])
+        assert ev["burst_ratio"] == pytest.approx(ratio, rel=1e-9) and ev["hpa_checked"] is False
+        assert "hpa_not_checked" in r["estimation_reasons"].split(",") and r["is_estimated"]
+    r = rows[bursty]
+    assert r["superseded_by"] is None and r["counted_usd_per_month"] == pytest.approx(r["saving_usd_per_month"])
+    sizing = _one(recs, "container_rightsizing", "showcase/deployment/bursty-api:api")
+    assert 0 < sizing["saving_usd_per_month"] < r["saving_usd_per_month"]
+    assert sizing["superseded_by"] == bursty and sizing["counted_usd_per_month"] == 0
+    assert not [x for x in recs if x["kind"] == "off_peak_scale_down" and x["controller"] == "bursty-api"]
+
+
 ACTION_RE = re.compile(r"^Set requests to (\d+)m CPU and (\d+)Mi memory \(now (\d+m|none), (\d+Mi|none)\)$")
 
 
@@ -532,9 +601,7 @@ def test_report_cli_and_api_print_one_total_counted_once(workdir, recs):
     """The non-overlapping total, recomputed independently, is the number the report, `kubeledger recommend`
     (table and JSON) and /model/savings print. The scenario has the overlaps that were double counted: the
     abandoned worker is also oversized, and the removable node's pool carries the oversized API."""
-    # every kind at once, but hpa_candidate: the scenario has no Deployment that an HPA would size for less (a
-    # steady request and bursty CPU whose memory does not need every replica); its counting is in the dbt unit tests
-    assert {r["kind"] for r in recs} >= set(KINDS) - {"hpa_candidate"}
+    assert {r["kind"] for r in recs} == set(KINDS)  # every kind at once
     counted, superseded = _independent_total(workdir / "wh" / "kubeledger.duckdb")
     total = sum(c[0] for c in counted.values())
     assert set(counted) == {r["recommendation_id"] for r in recs}

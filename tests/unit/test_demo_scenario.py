@@ -3,13 +3,14 @@ demo's hours are the same with the option absent or set to `default`."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import pandas as pd
 
 from pipelines.settings import ClusterSettings, DemoSettings
 from pipelines.sources import demo_scenario
-from pipelines.sources.demo import extract_demo_hours
+from pipelines.sources.demo import _frames_for_hour, _topology_for, extract_demo_hours
 
 HOURS = [datetime(2026, 3, 1, 20), datetime(2026, 3, 1, 21)]
 
@@ -36,7 +37,7 @@ def test_scenario_adds_each_case():
     pods = b["pod_hours"][b["pod_hours"]["namespace"] == demo_scenario.NAMESPACE]
     ctrls = set(zip(pods["controller_kind"], pods["controller_name"], strict=True))
     assert ctrls == {("Deployment", "oversized-api"), ("Deployment", "abandoned-worker"),
-                     ("Deployment", "right-sized-web"), ("CronJob", "nightly-export")}
+                     ("Deployment", "right-sized-web"), ("CronJob", "nightly-export"), ("Deployment", "bursty-api")}
     idle = pods[pods["controller_name"] == "abandoned-worker"]
     assert (idle["network_transmit_bytes"] == 0).all() and (idle["network_receive_bytes"] == 0).all()
     cont = b["container_hours"]
@@ -47,3 +48,24 @@ def test_scenario_adds_each_case():
     assert ((vols["namespace"] == demo_scenario.NAMESPACE) & (vols["pvc"] == "orphan-data")).sum() == len(HOURS)
     mounted = b["pod_volume_hours"]
     assert not (mounted["pvc"] == "orphan-data").any()
+
+
+def test_bursty_api_draws_alone_and_bursts():
+    """bursty-api's pods draw from a generator of their own: with its pods taken out of the schedule, every other
+    pod's hour is the same. Its CPU bursts to ~4x its quiet level at 22:00 UTC (one hour in four)."""
+    c = ClusterSettings(name="demo", demo=DemoSettings(nodes=4, pods_per_node=4, scenario=demo_scenario.SCENARIO))
+    topo = _topology_for(c)
+    own = topo.slots["own_rng"].fillna(False).astype(bool).to_numpy()
+    assert own.sum() == 3
+    without = dataclasses.replace(topo, segs={k: v[~own[topo.segs["slot"]]] for k, v in topo.segs.items()})
+    cpu = {}
+    for h in (datetime(2026, 3, 1, 21), datetime(2026, 3, 1, 22)):
+        full, rest = _frames_for_hour(c, topo, h), _frames_for_hour(c, without, h)
+        for table in ("container_hours", "pod_hours"):
+            mine = full[table]["pod"].str.startswith("bursty-api-")
+            assert mine.sum() == 3
+            pd.testing.assert_frame_equal(full[table][~mine].reset_index(drop=True), rest[table], obj=table)
+        ch = full["container_hours"]
+        cpu[h.hour] = ch.loc[ch["pod"].str.startswith("bursty-api-"), "cpu_usage_core_seconds"].sum() / 3600
+    assert demo_scenario.bursty_shape(22) == 1.0 and demo_scenario.bursty_shape(21) == demo_scenario.BURST_QUIET
+    assert 2.5 < cpu[22] / cpu[21] < 6
