@@ -17,7 +17,7 @@ from pipelines.settings_models import SettingsError
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
     """Register `lake` on the `kubeledger` subparsers (pipelines/cli.py); `common` adds --config/-v."""
     lake = sub.add_parser("lake", help="the Spark engine's Parquet lake (lake relocate -h)")
-    actions = lake.add_subparsers(dest="lake_action", required=True, metavar="ACTION")
+    actions = lake.add_subparsers(dest="lake_action", required=True, metavar="ACTION", help="relocate")
     p = actions.add_parser(
         "relocate", help="re-register the Spark metastore's tables at the configured lake.root and warehouse folder",
         description="After lake.root changed (move the lake's files there first) or the warehouse folder was copied "
