@@ -2,9 +2,11 @@
 
 Each JVM start costs 30-80 s here, so the session outlives a dbt call: dbt-spark's `method: session` finds it with
 `SparkSession.builder.getOrCreate()`. Everything Spark writes locally (the embedded Derby metastore, the managed
-tables' folder, scratch space, derby.log) goes under `<warehouse folder>/state/spark/`, never into the working
-directory or the code tree. In local mode the driver binds to 127.0.0.1 only (Spark would otherwise pick the
-host's external address, and a firewall or a missing DNS entry stalls it).
+tables' folder, scratch space, derby.log, jvm.log) goes under `<warehouse folder>/state/spark/`, never into the
+working directory or the code tree. The JVM's own console output (its start-up warnings, log4j's lines) goes to
+`jvm.log` there, not to the user's terminal: the run's log names the file. In local mode the driver binds to
+127.0.0.1 only (Spark would otherwise pick the host's external address, and a firewall or a missing DNS entry
+stalls it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.environ import scoped_environ
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 LOOPBACK = "127.0.0.1"
 STALE_SCRATCH_S = 3600  # scratch folders of a killed JVM are removed by the next session after an hour
+JVM_LOG_MAX_BYTES = 8 * 2**20  # jvm.log is started afresh at a JVM start once it is past this
 _LOCK = threading.RLock()
 _SESSION: tuple[tuple[Any, ...], SparkSession] | None = None
 
@@ -103,12 +108,33 @@ def get_session(settings: Settings) -> SparkSession:
         # the JVM reads SPARK_LOCAL_IP when it starts; the process environment is put back right after
         env = {"SPARK_LOCAL_IP": LOOPBACK} if is_local(settings.lake.spark.master) else {}
         with scoped_environ(env):
+            _launch_jvm(conf, state / "jvm.log")
             session = builder.getOrCreate()
         # pyspark logs every failed statement with its Java stack; dbt reports the error once, shorter
         logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
         logging.getLogger("py4j").setLevel(logging.WARNING)  # a DEBUG line per JVM call would flood the run log
         _SESSION = (key, session)
         return session
+
+
+def _launch_jvm(conf: dict[str, str], jvm_log: Path) -> None:
+    """Start the process's JVM (py4j's gateway) with its stdout and stderr in `jvm_log`, as pyspark would start it
+    (spark-submit with these settings), unless it runs already: pyspark lets the JVM write to the terminal, where
+    its start-up warnings and log4j lines would break the CLI's quiet output. A stopped session keeps its JVM, so
+    this happens once per process."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    if jvm_log.is_file() and jvm_log.stat().st_size > JVM_LOG_MAX_BYTES:
+        jvm_log.unlink()
+    log.info("Spark's JVM writes its own output to %s", jvm_log)
+    with jvm_log.open("ab") as out:  # the child holds its own descriptor; ours is closed once it started
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                                 popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def stop_session() -> None:

@@ -51,6 +51,8 @@ POLICY = ("pricing: {instance_sheet: prices.csv}\n"
 DUCKDB_CONFIG = CONFIG + POLICY
 SPARK_CONFIG = "engine: spark\n" + DUCKDB_CONFIG
 RUN_TIMEOUT_S = 1800
+# lines only the JVM writes: the JDK's incubator warning, log4j's banner and its timestamped WARN/ERROR lines
+JVM_NOISE = re.compile(r"incubator modules|log4j|^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|INFO) ")
 
 
 def _workdir(tmp_path_factory, name: str, config: str) -> Path:
@@ -145,7 +147,11 @@ def spark_demo(tmp_path_factory) -> KilledThenRecovered:
             proc.wait(timeout=30)
     # what a reader sees now: whole files only (reading each visible file whole fails on a truncated one)
     killed = KilledThenRecovered(wd, lake_partitions(lake), raw_partitions_readable(lake))
-    run_cli(wd, "demo", "--date", DAY.isoformat(), timeout=RUN_TIMEOUT_S)
+    recovered = run_cli(wd, "demo", "--date", DAY.isoformat(), timeout=RUN_TIMEOUT_S)
+    # quiet: the JVM's own output (its start-up warnings, log4j) goes to state/spark/jvm.log, not to the console
+    console = recovered.stdout + recovered.stderr
+    assert not [ln for ln in console.splitlines() if JVM_NOISE.search(ln)], console[-3000:]
+    assert JVM_NOISE.search((wd / "wh" / "state" / "spark" / "jvm.log").read_text(errors="replace"))
     return killed
 
 
