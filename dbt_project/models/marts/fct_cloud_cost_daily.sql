@@ -1,6 +1,9 @@
 {#- The whole bill is re-aggregated each build (bills are restated for days after their period, raw keeps every
-    charge day): a table, not partitioned by cluster like the other marts -#}
-{{ config(materialized='table', partition_by=none, unique_key=none, incremental_strategy=none) }}
+    charge day): rebuilt whole, not partitioned by cluster like the other marts. On Spark it is an external table in
+    the lake, and a plain table cannot be built twice there (dbt drops the table, its files stay, and CREATE TABLE AS
+    SELECT refuses the non-empty folder): an incremental model whose every build overwrites the whole table. -#}
+{{ config(materialized='incremental' if target.type == 'spark' else 'table', partition_by=none, unique_key=none,
+          incremental_strategy='insert_overwrite' if target.type == 'spark' else none) }}
 -- grain: one row per (usage_date, provider_name, billing_account_id, sub_account_id, service_name, charge_category,
 -- region_id, resource_id, tags) of the FOCUS bill; the rule for summing the cost columns is in the model's YAML
 with charges as (
