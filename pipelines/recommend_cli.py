@@ -157,9 +157,7 @@ def run_action(args: argparse.Namespace, settings: Settings) -> int:
             raise ActionError("--reason goes with --dismiss ID")
         if args.on is not None and flag != "applied":
             raise ActionError("--on goes with --applied ID")
-        today = datetime.now(UTC).date()
-        if args.on is not None and args.on > today:
-            raise ActionError(f"--on {args.on} is in the future (today is {today} UTC); record it once it is live")
+        today = datetime.now(UTC).date()  # --on in the future: refused by the writer (Action.validate)
         status = {"dismiss": "dismissed", "undismiss": "undismissed", "applied": "applied"}[flag]
         done = record_action(settings, Action(rec_id, status, reason=args.reason, applied_date=args.on or today))
     except ActionError as exc:

@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from pipelines.settings_models import (
+    ApiSettings,
     BillingSettings,
     BoaviztaSettings,
     CarbonSettings,
@@ -78,7 +79,7 @@ from pipelines.settings_validation import (
 )
 
 __all__ = [
-    "DEFAULT_CONFIG_NAME", "NUMBER_RANGES", "PROVIDERS", "BillingSettings", "BoaviztaSettings", "CarbonSettings", "ClusterSettings",
+    "DEFAULT_CONFIG_NAME", "NUMBER_RANGES", "PROVIDERS", "ApiSettings", "BillingSettings", "BoaviztaSettings", "CarbonSettings", "ClusterSettings",
     "DagsterSettings", "DemoSettings", "EnergySettings", "KubernetesSettings", "LakeSettings", "NumberRange", "PricingSettings",
     "PrometheusSettings", "QualitySettings", "RecommendationSettings", "ScheduleSettings", "Settings", "SettingsError", "SharingSettings",
     "SparkSettings", "StrictLoader", "WarehouseSettings", "_NESTED", "carbon_provider_choices", "file_problem", "load_settings",

@@ -223,6 +223,14 @@ class DagsterSettings:
 
 
 @dataclass(frozen=True)
+class ApiSettings:
+    """`kubeledger serve`'s opt-ins (docs/API.md "Recording decisions")."""
+
+    decisions: bool = False  # POST /kubeledger/recommendations/{dismiss,undismiss,applied}: off, a 404 naming this
+    decisions_token_env: str = "KUBELEDGER_API_TOKEN"  # holds the bearer token those routes require
+
+
+@dataclass(frozen=True)
 class SparkSettings:
     """The Spark session the spark engine starts (local mode by default; README "Outgrowing one machine")."""
 
@@ -259,6 +267,7 @@ class Settings:
     recommendations: RecommendationSettings = field(default_factory=RecommendationSettings)
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
     dagster: DagsterSettings = field(default_factory=DagsterSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
     source_file: str | None = None
 
     def cluster(self, name: str) -> ClusterSettings:

@@ -166,7 +166,7 @@ NUMBER_RANGES: dict[str, NumberRange] = {
 
 URL_KEYS = ("clusters[].prometheus.url", "clusters[].kubernetes.host", "carbon.base_url", "boavizta.url")
 ENV_KEYS = ("clusters[].prometheus.bearer_token_env", "clusters[].prometheus.basic_auth_password_env",
-             "carbon.token_env", "dagster.postgres_url_env")
+             "carbon.token_env", "dagster.postgres_url_env", "api.decisions_token_env")
 
 
 def url_problem(value: str) -> str | None:

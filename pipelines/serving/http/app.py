@@ -11,6 +11,9 @@
 - Each request reads one snapshot from start to end (query/snapshots.py); a publish never fails a request in flight.
 - Answers are cached per (snapshot, route, normalised parameters): a dashboard polling the same query costs one
   dictionary lookup until the next publish.
+- Write routes (`Route.write`, only the opt-in decision routes: routes/decisions.py) are POST only: their gate
+  (off → 404, token → 401/403) runs before the body is read, the body is at most `MAX_BODY_BYTES` of JSON, and the
+  write takes a query slot under the same admission and deadline; its answer is never cached.
 - Errors: bad input 400 naming the parameter; unknown route a JSON 404; other methods 405 with `Allow`;
   overload, timeouts and unreadable snapshots 503 with `Retry-After` and the reason; a 500 is a bug.
 """
@@ -24,7 +27,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +44,7 @@ from pipelines.serving.query.snapshots import ServingUnavailable, SnapshotPool
 log = logging.getLogger(__name__)
 MAX_URL_CHARS = 65536
 MAX_PARAMS = 200
+MAX_BODY_BYTES = 16 * 1024  # a write route's JSON body (an id, a reason, a day)
 ALLOWED_METHODS = "GET, HEAD"
 
 
@@ -77,6 +81,10 @@ class Reply:
 RouteFn = Callable[[duckdb.DuckDBPyConnection, dict[str, str]], Reply]
 # Checked before any worker is taken: raises QueryError on bad input (a cheap 400 under any load).
 Validator = Callable[[dict[str, str]], None]
+# A write route: the request's JSON object -> Reply, on a worker thread; its gate sees the headers first and
+# answers (404 off, 401/403 token) or lets the request through (None).
+WriteFn = Callable[[dict[str, Any]], Reply]
+Gate = Callable[[Mapping[str, str]], "Reply | None"]
 
 
 @dataclass
@@ -85,6 +93,8 @@ class Route:
     validate: Validator | None = None
     needs_snapshot: bool = True
     probe: bool = False  # cheap (e.g. /metrics): answered outside the query admission, never a busy 503
+    write: WriteFn | None = None  # a POST route taking a JSON body (fn is then unused)
+    gate: Gate | None = None  # a write route's opt-in and token check, before its body is read
 
 
 def _clean(obj: Any) -> Any:
@@ -223,6 +233,9 @@ class AllocationApp:
             ctype = reply.content_type + ("; charset=utf-8" if "charset" not in reply.content_type else "")
             return reply.status, encode(reply), ctype, reply.headers
 
+        route = self.routes.get(request.url.path.rstrip("/") or "/")
+        if route is not None and route.write is not None:
+            return out(await self._handle_write(request, route))
         if request.method not in ("GET", "HEAD"):
             r = error_reply(405, f"method: {request.method} is not allowed; use GET (or HEAD)")
             r.headers["Allow"] = ALLOWED_METHODS
@@ -292,6 +305,37 @@ class AllocationApp:
             fut.set_result(result if reply.status != 503 or "disconnected" not in str(reply.payload) else
                            out(self._retry("the shared query was cancelled")))
         return result
+
+    async def _handle_write(self, request: Request, route: Route) -> Reply:
+        """A write route: gate, POST only, a bounded JSON object, then the write under the query admission."""
+        if route.gate is not None:
+            refused = route.gate(request.headers)
+            if refused is not None:
+                return refused
+        if request.method != "POST":
+            r = error_reply(405, f"method: {request.method} is not allowed; use POST with a JSON body")
+            r.headers["Allow"] = "POST"
+            return r
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return error_reply(400, f"body: {declared} bytes is not allowed; at most {MAX_BODY_BYTES} bytes of JSON")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return error_reply(400, f"body: more than {MAX_BODY_BYTES} bytes is not allowed; send a small JSON "
+                                        "object")
+        try:
+            payload = json.loads(bytes(body).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):  # 16 KiB of '[' nests past the parser's depth
+            payload = None
+        if not isinstance(payload, dict):
+            return error_reply(400, 'body: not a JSON object; send one, e.g. {"id": "<recommendation id>", '
+                                    '"reason": "…"} with Content-Type: application/json')
+        write = route.write
+        reply, _ = await self._execute(request, Route(fn=lambda _cur, _params: write(payload), needs_snapshot=False),
+                                       {})
+        return reply
 
     # -- execution ------------------------------------------------------------------------------------------
 

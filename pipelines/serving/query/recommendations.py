@@ -159,7 +159,7 @@ def recommendation_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "stage": r.get("stage"), "savingClass": r.get("saving_class"), "supersededBy": r.get("superseded_by"),
         "dependsOn": r.get("depends_on"),
         **{name: as_float(r.get(col)) for name, col in COUNTED_FIELDS.items()},
-        # the ledger (`kubeledger recommend --dismiss/--applied`); the API shows it and never writes it
+        # the ledger (`kubeledger recommend --dismiss/--applied`, or the opt-in routes/decisions.py), as built
         "status": r.get("status") or "open", "statusReason": r.get("status_reason"),
         "appliedDate": _day(r.get("applied_date")),
     }

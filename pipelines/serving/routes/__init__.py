@@ -10,6 +10,7 @@ from pipelines.serving.routes.allocation import allocation_routes
 from pipelines.serving.routes.assets import asset_routes
 from pipelines.serving.routes.cloud_cost import cloud_cost_routes
 from pipelines.serving.routes.cluster_info import cluster_info_routes
+from pipelines.serving.routes.decisions import decision_routes
 from pipelines.serving.routes.metrics import metrics_routes
 from pipelines.serving.routes.savings import savings_routes
 from pipelines.serving.routes.summary import summary_routes
@@ -26,5 +27,6 @@ def build_routes(settings: Settings) -> dict[str, Route]:
     routes.update(cloud_cost_routes(settings))  # /model/cloudCost, /cloudCost (the FOCUS bill)
     routes.update(unserved_routes(settings))  # upstream endpoints kubeledger does not serve: a JSON 404 saying why
     routes.update(savings_routes(settings))  # /model/savings…, /kubeledger/recommendations (issue 16)
+    routes.update(decision_routes(settings))  # POST /kubeledger/recommendations/{dismiss,…}: opt-in (api.decisions)
     routes.update(metrics_routes(settings))  # /metrics (Prometheus); metrics.attach_app adds API counters
     return routes

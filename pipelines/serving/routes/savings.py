@@ -208,8 +208,8 @@ def recommendation_list(rows: list[dict[str, Any]], outcomes: list[dict[str, Any
 
 def _selection_route(shape: Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]) -> Route:
     """A route answering `shape(recommendations, outcomes)` for our selection parameters (window, filter, kind,
-    sortBy, limit); the outcomes are the recorded decisions of the answered days (read-only: they change through
-    `kubeledger recommend`, never through the API)."""
+    sortBy, limit); the outcomes are the recorded decisions of the answered days (read-only here: they change
+    through `kubeledger recommend` or the opt-in decision routes, routes/decisions.py, after the next build)."""
     def validate(params: dict[str, str]) -> None:
         _our_selection(params).validate()
 
