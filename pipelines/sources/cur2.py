@@ -6,24 +6,31 @@ are kept under their CUR names, typed; the mapping to the FOCUS columns of stg_f
 (models/staging/stg_cur2__line_items.sql, its sources named in _staging__models.yml). A column no file has is NULL;
 resource_tags (a map) is kept as JSON object text.
 
-Loading is the FOCUS loader's (pipelines/sources/focus.py): files read by DuckDB as text, every column typed and
-checked, the charge days [run start - `billing.reread_days`, run end) replaced in one transaction, the day being the
-UTC day of line_item_usage_start_date. A file that cannot be used never fails the run: nothing is replaced, the last
-good load stays, and the source-health ledger gets one 'billing' problem saying what to fix.
+Loading is the FOCUS loader's (pipelines/sources/focus.py: load_bills, given this module's BillExport CUR2): files
+read by DuckDB as text, every column typed and checked, the charge days [run start - `billing.reread_days`, run end)
+replaced in one transaction, the day being the UTC day of line_item_usage_start_date. A file that cannot be used never
+fails the run: nothing is replaced, the last good load stays, and the source-health ledger gets one 'billing' problem
+saying what to fix.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from pipelines.settings import Settings
-from pipelines.sources.focus import FocusBillError, _check_column, _drop_temp, _expr, _read_files, bill_files
-from pipelines.warehouse.source_health import Problem
+from pipelines.sources.focus import (
+    BillExport,
+    FocusBillError,
+    _check_column,
+    _expr,
+    _read_files,
+    describe_export,
+    load_bills,
+)
 
 TABLE = "cur2_line_items"
 REQUIRED = ("line_item_usage_start_date", "line_item_line_item_type", "line_item_unblended_cost")
@@ -88,71 +95,18 @@ def _stage(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
             _check_column(con, by_lower[col], kind)
 
 
-def _replace_days(con: duckdb.DuckDBPyConnection, first: date, end: date) -> tuple[int, int]:
-    """Replace raw.cur2_line_items' charge days [first, end) with the staged rows of those days, in one transaction.
-    Returns (rows written, days with rows)."""
-    con.execute("begin transaction")
-    try:
-        con.execute("delete from raw.cur2_line_items where charge_date >= ? and charge_date < ?", [first, end])
-        cols = ", ".join(["charge_date", "source_file", *COLUMNS])
-        con.execute(f"insert into raw.cur2_line_items ({cols}, _extracted_at) select {cols}, "  # noqa: S608
-                    "cast(timezone('UTC', now()) as timestamp) from _kl_cur2_typed "
-                    "where charge_date >= ? and charge_date < ?", [first, end])
-        rows, days = con.execute("select count(*), count(distinct charge_date) from raw.cur2_line_items "
-                                 "where charge_date >= ? and charge_date < ?", [first, end]).fetchone()
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-    return int(rows), int(days)
+CUR2 = BillExport(
+    key="cur2_path", table=TABLE, typed="_kl_cur2_typed", columns=tuple(COLUMNS), stage=_stage,
+    files_noun="CUR 2.0 file(s)", rows_noun="CUR rows", what="the AWS CUR 2.0 export at billing.cur2_path",
+    hint=("fix or replace the export files (CUR 2.0 Parquet or CSV with line_item_usage_start_date, "
+          "line_item_line_item_type and line_item_unblended_cost), then re-run the day to load them"))
 
 
 def load_cur2_bills(settings: Settings, con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, Any]:
-    """Load the configured CUR 2.0 files' charge days [start - billing.reread_days, end) into raw.cur2_line_items.
-    Never raises for a bad file: {"configured", "first_day", "end_day", "files", "rows", "days", "problems"}."""
-    first = start - timedelta(days=settings.billing.reread_days)
-    summary: dict[str, Any] = {"configured": bool(settings.billing.cur2_path), "first_day": first.isoformat(),
-                               "end_day": end.isoformat(), "files": 0, "rows": 0, "days": 0, "problems": []}
-    if not summary["configured"]:
-        return summary
-    where = str(settings.resolve(settings.billing.cur2_path or ""))
-    try:
-        files = bill_files(settings, "cur2_path")
-        summary["files"] = len(files)
-        _stage(con, files)
-        summary["rows"], summary["days"] = _replace_days(con, first, end)
-    except (FocusBillError, duckdb.Error, OSError) as exc:
-        summary["problems"].append(_problem(con, where, exc, first, end))
-    finally:
-        _drop_temp(con)
-        con.execute("drop table if exists _kl_cur2_typed")
-    return summary
+    """Load the configured CUR 2.0 files' charge days [start - billing.reread_days, end) into raw.cur2_line_items."""
+    return load_bills(CUR2, settings, con, start, end)
 
 
 def describe_cur2(settings: Settings) -> str:
-    """`kubeledger check-config`: read and check every configured CUR 2.0 file in an in-memory DuckDB (nothing is
-    written); raises FocusBillError or duckdb.Error saying what is wrong."""
-    files = bill_files(settings, "cur2_path")
-    con = duckdb.connect()
-    try:
-        _stage(con, files)
-        rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "
-                                        "from _kl_cur2_typed").fetchone()
-    finally:
-        con.close()
-    return f"{len(files)} CUR 2.0 file(s), {rows} rows, charge days {first}..{last}"
-
-
-def _problem(con: duckdb.DuckDBPyConnection, where: str, exc: Exception, first: date, end: date) -> Problem:
-    cause = re.sub(r"\s+", " ", str(exc)).strip()[:300]
-    try:
-        kept = con.execute("select count(*) from raw.cur2_line_items where charge_date >= ? and charge_date < ?",
-                           [first, end]).fetchone()[0]
-    except duckdb.Error:
-        kept = 0
-    instead = (f"the {kept} CUR rows loaded before for {first}..{end - timedelta(days=1)} stay in use" if kept
-               else f"there are no CUR rows for {first}..{end - timedelta(days=1)}")
-    message = f"the AWS CUR 2.0 export at billing.cur2_path could not be loaded ({cause}); {instead}"
-    hint = ("fix or replace the export files (CUR 2.0 Parquet or CSV with line_item_usage_start_date, "
-            "line_item_line_item_type and line_item_unblended_cost), then re-run the day to load them")
-    return Problem("billing", "file", message, hint, [where])
+    """`kubeledger check-config` for billing.cur2_path (describe_export)."""
+    return describe_export(CUR2, settings)

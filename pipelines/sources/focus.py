@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import glob
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -206,17 +208,34 @@ def _check_column(con: duckdb.DuckDBPyConnection, column: str, kind: str) -> Non
         raise FocusBillError(f"{row[1]}: {row[0]} row(s) whose {column} is not {what}, e.g. {row[2]!r:.60}")
 
 
-def _replace_days(con: duckdb.DuckDBPyConnection, first: date, end: date) -> tuple[int, int]:
-    """Replace raw.focus_charges' charge days [first, end) with the staged rows of those days, in one transaction.
+@dataclass(frozen=True)
+class BillExport:
+    """One kind of bill export, for the one loader below: FOCUS here, AWS CUR 2.0 in cur2.py. Its `stage` reads and
+    types the files into the temp table `typed` (charge_date, source_file, *columns), raising FocusBillError."""
+
+    key: str  # billing.<key>: focus_path, cur2_path
+    table: str  # raw.<table>, replaced per charge_date
+    typed: str  # the temp table `stage` fills
+    columns: tuple[str, ...]  # the raw table's typed columns, in its order
+    stage: Callable[[duckdb.DuckDBPyConnection, list[Path]], object]
+    files_noun: str  # check-config's count: "bill file(s)"
+    rows_noun: str  # the ledger's kept rows: "bill rows"
+    what: str  # the ledger's subject: "the FOCUS bill at billing.focus_path"
+    hint: str  # the ledger's fix
+
+
+def _replace_days(con: duckdb.DuckDBPyConnection, export: BillExport, first: date, end: date) -> tuple[int, int]:
+    """Replace raw.<export.table>'s charge days [first, end) with the staged rows of those days, in one transaction.
     Returns (rows written, days with rows)."""
+    table = f"raw.{export.table}"
     con.execute("begin transaction")
     try:
-        con.execute("delete from raw.focus_charges where charge_date >= ? and charge_date < ?", [first, end])
-        cols = ", ".join(["charge_date", "source_file", *COLUMNS])
-        con.execute(f"insert into raw.focus_charges ({cols}, _extracted_at) select {cols}, "  # noqa: S608
-                    "cast(timezone('UTC', now()) as timestamp) from _kl_focus_typed "
+        con.execute(f"delete from {table} where charge_date >= ? and charge_date < ?", [first, end])  # noqa: S608
+        cols = ", ".join(["charge_date", "source_file", *export.columns])
+        con.execute(f"insert into {table} ({cols}, _extracted_at) select {cols}, "  # noqa: S608
+                    f"cast(timezone('UTC', now()) as timestamp) from {export.typed} "
                     "where charge_date >= ? and charge_date < ?", [first, end])
-        rows, days = con.execute("select count(*), count(distinct charge_date) from raw.focus_charges "
+        rows, days = con.execute(f"select count(*), count(distinct charge_date) from {table} "  # noqa: S608
                                  "where charge_date >= ? and charge_date < ?", [first, end]).fetchone()
         con.execute("commit")
     except BaseException:
@@ -225,57 +244,76 @@ def _replace_days(con: duckdb.DuckDBPyConnection, first: date, end: date) -> tup
     return int(rows), int(days)
 
 
-def _drop_temp(con: duckdb.DuckDBPyConnection) -> None:
+def _drop_temp(con: duckdb.DuckDBPyConnection, typed: str = "_kl_focus_typed") -> None:
     con.execute("drop table if exists _kl_focus_read")
-    con.execute("drop table if exists _kl_focus_typed")
+    con.execute(f"drop table if exists {typed}")
     con.execute("drop table if exists _kl_focus_pq")
 
 
-def load_focus_bills(settings: Settings, con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, Any]:
-    """Load the configured FOCUS bills' charge days [start - billing.reread_days, end) into raw.focus_charges.
-    Never raises for a bad bill: {"configured", "first_day", "end_day", "files", "rows", "days", "problems"}."""
+def load_bills(export: BillExport, settings: Settings, con: duckdb.DuckDBPyConnection, start: date,
+               end: date) -> dict[str, Any]:
+    """Load the configured export's charge days [start - billing.reread_days, end) into raw.<export.table>.
+    Never raises for a bad file: {"configured", "first_day", "end_day", "files", "rows", "days", "problems"}."""
     first = start - timedelta(days=settings.billing.reread_days)
-    summary: dict[str, Any] = {"configured": bool(settings.billing.focus_path), "first_day": first.isoformat(),
+    path = getattr(settings.billing, export.key)
+    summary: dict[str, Any] = {"configured": bool(path), "first_day": first.isoformat(),
                                "end_day": end.isoformat(), "files": 0, "rows": 0, "days": 0, "problems": []}
     if not summary["configured"]:
         return summary
-    where = str(settings.resolve(settings.billing.focus_path or ""))
+    where = str(settings.resolve(path or ""))
     try:
-        files = bill_files(settings)
+        files = bill_files(settings, export.key)
         summary["files"] = len(files)
-        _stage(con, files)
-        summary["rows"], summary["days"] = _replace_days(con, first, end)
+        export.stage(con, files)
+        summary["rows"], summary["days"] = _replace_days(con, export, first, end)
     except (FocusBillError, duckdb.Error, OSError) as exc:
-        summary["problems"].append(_problem(con, where, exc, first, end))
+        summary["problems"].append(_problem(con, export, where, exc, first, end))
     finally:
-        _drop_temp(con)
+        _drop_temp(con, export.typed)
     return summary
 
 
-def describe_bills(settings: Settings) -> str:
-    """`kubeledger check-config`: read and check every configured bill file in an in-memory DuckDB (nothing is
-    written); raises FocusBillError or duckdb.Error saying what is wrong."""
-    files = bill_files(settings)
+def describe_export(export: BillExport, settings: Settings) -> str:
+    """`kubeledger check-config`: read and check every configured file of the export in an in-memory DuckDB (nothing
+    is written); raises FocusBillError or duckdb.Error saying what is wrong."""
+    files = bill_files(settings, export.key)
     con = duckdb.connect()
     try:
-        _stage(con, files)
-        rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "
-                                        "from _kl_focus_typed").fetchone()
+        export.stage(con, files)
+        rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "  # noqa: S608
+                                        f"from {export.typed}").fetchone()
     finally:
         con.close()
-    return f"{len(files)} bill file(s), {rows} rows, charge days {first}..{last}"
+    return f"{len(files)} {export.files_noun}, {rows} rows, charge days {first}..{last}"
 
 
-def _problem(con: duckdb.DuckDBPyConnection, where: str, exc: Exception, first: date, end: date) -> Problem:
+def _problem(con: duckdb.DuckDBPyConnection, export: BillExport, where: str, exc: Exception, first: date,
+             end: date) -> Problem:
     cause = re.sub(r"\s+", " ", str(exc)).strip()[:300]
     try:
-        kept = con.execute("select count(*) from raw.focus_charges where charge_date >= ? and charge_date < ?",
-                           [first, end]).fetchone()[0]
+        kept = con.execute(f"select count(*) from raw.{export.table} "  # noqa: S608
+                           "where charge_date >= ? and charge_date < ?", [first, end]).fetchone()[0]
     except duckdb.Error:
         kept = 0
-    instead = (f"the {kept} bill rows loaded before for {first}..{end - timedelta(days=1)} stay in use" if kept
-               else f"there are no bill rows for {first}..{end - timedelta(days=1)}")
-    message = f"the FOCUS bill at billing.focus_path could not be loaded ({cause}); {instead}"
-    hint = ("fix or replace the bill files (FOCUS 1.0-1.2 CSV or Parquet with ChargePeriodStart, ChargeCategory and "
-            "BilledCost), then re-run the day to load them")
-    return Problem("billing", "file", message, hint, [where])
+    days = f"{first}..{end - timedelta(days=1)}"
+    instead = (f"the {kept} {export.rows_noun} loaded before for {days} stay in use" if kept
+               else f"there are no {export.rows_noun} for {days}")
+    message = f"{export.what} could not be loaded ({cause}); {instead}"
+    return Problem("billing", "file", message, export.hint, [where])
+
+
+FOCUS = BillExport(
+    key="focus_path", table=TABLE, typed="_kl_focus_typed", columns=tuple(COLUMNS), stage=_stage,
+    files_noun="bill file(s)", rows_noun="bill rows", what="the FOCUS bill at billing.focus_path",
+    hint=("fix or replace the bill files (FOCUS 1.0-1.2 CSV or Parquet with ChargePeriodStart, ChargeCategory and "
+          "BilledCost), then re-run the day to load them"))
+
+
+def load_focus_bills(settings: Settings, con: duckdb.DuckDBPyConnection, start: date, end: date) -> dict[str, Any]:
+    """Load the configured FOCUS bills' charge days [start - billing.reread_days, end) into raw.focus_charges."""
+    return load_bills(FOCUS, settings, con, start, end)
+
+
+def describe_bills(settings: Settings) -> str:
+    """`kubeledger check-config` for billing.focus_path (describe_export)."""
+    return describe_export(FOCUS, settings)
