@@ -135,6 +135,19 @@
         sum(v.energy_storage_kwh) / count(distinct v.hour_ts) * {{ hours_per_month() }} as energy_kwh_per_month
 {%- endmacro %}
 
+{# A volume saving's CO2e and flags, after `left join cluster_intensity` (rec_cluster_intensity) on the volume's day
+   and cluster: its storage kWh x the cluster's intensity x PUE (the global defaults when the cluster has no energy
+   in the window), flagged default_price / global_default_intensity. `alias`: the CTE holding
+   rec_volume_window_columns. #}
+{% macro rec_volume_co2e_and_reasons(kwh_expr, alias) -%}
+        {{ kwh_expr }}
+            * coalesce(cluster_intensity.intensity_x_pue, {{ default_intensity() }} * {{ default_pue() }})
+            as saving_co2e_g_per_month,
+        {{ reasons_string([(alias ~ '.is_default_price', 'default_price'),
+                           ('cluster_intensity.intensity_x_pue is null', 'global_default_intensity')]) }}
+            as estimation_reasons
+{%- endmacro %}
+
 {# Post-hook of the history models: keep `history_days` days before the newest day (they grow with every build
    otherwise; raw tables have their own retention). #}
 {% macro rec_history_prune() -%}

@@ -42,12 +42,8 @@ flagged as (
         sized.*,
         sized.cost_usd_per_month * (1 - sized.recommended_bytes / sized.capacity_bytes) as saving_usd_per_month,
         sized.energy_kwh_per_month * (1 - sized.recommended_bytes / sized.capacity_bytes) as saving_kwh_per_month,
-        sized.energy_kwh_per_month * (1 - sized.recommended_bytes / sized.capacity_bytes)
-            * coalesce(cluster_intensity.intensity_x_pue, {{ default_intensity() }} * {{ default_pue() }})
-            as saving_co2e_g_per_month,
-        {{ reasons_string([('sized.is_default_price', 'default_price'),
-                           ('cluster_intensity.intensity_x_pue is null', 'global_default_intensity')]) }}
-            as estimation_reasons
+        {{ rec_volume_co2e_and_reasons(
+            'sized.energy_kwh_per_month * (1 - sized.recommended_bytes / sized.capacity_bytes)', 'sized') }}
     from sized
     left join cluster_intensity
         on cluster_intensity.usage_date = sized.usage_date and cluster_intensity.cluster = sized.cluster

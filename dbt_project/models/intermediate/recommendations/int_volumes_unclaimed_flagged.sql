@@ -23,12 +23,7 @@ flagged as (
         volumes.*,
         volumes.cost_usd_per_month as saving_usd_per_month,
         volumes.energy_kwh_per_month as saving_kwh_per_month,
-        volumes.energy_kwh_per_month * coalesce(cluster_intensity.intensity_x_pue,
-            {{ default_intensity() }} * {{ default_pue() }})
-            as saving_co2e_g_per_month,
-        {{ reasons_string([('volumes.is_default_price', 'default_price'),
-                           ('cluster_intensity.intensity_x_pue is null', 'global_default_intensity')]) }}
-            as estimation_reasons
+        {{ rec_volume_co2e_and_reasons('volumes.energy_kwh_per_month', 'volumes') }}
     from volumes
     left join cluster_intensity
         on cluster_intensity.usage_date = volumes.usage_date and cluster_intensity.cluster = volumes.cluster
