@@ -1,6 +1,6 @@
 """pipelines/sources/cur2.py on small CUR 2.0 exports written here: Parquet (the map of tags as JSON text) and CSV
 together, the charge days a load replaces (its re-read days included, and only those), and a broken export as one
-'billing' problem that keeps the rows loaded before. In-memory DuckDB, fast."""
+'billing' problem that keeps the rows loaded before. A warehouse file in the test's temp folder, fast."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 
 from pipelines.settings import BillingSettings, Settings
 from pipelines.sources.cur2 import load_cur2_bills
-from pipelines.warehouse.connection import ensure_raw_schema
 from tests.fixtures.cur2 import write_cur2
 
 
@@ -27,10 +26,8 @@ def _settings(path: Path, reread_days: int = 0) -> Settings:
 
 
 @pytest.fixture
-def con() -> duckdb.DuckDBPyConnection:
-    c = duckdb.connect()
-    ensure_raw_schema(c)
-    return c
+def con(raw_warehouse: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    return raw_warehouse  # the unit tests' shared warehouse with the raw landing schema (tests/unit/conftest.py)
 
 
 def _days(con: duckdb.DuckDBPyConnection) -> dict[date, tuple[int, float]]:
