@@ -346,9 +346,10 @@ _sa_keyden AS {{ cte_materialized() }} (
 _sa_coef AS {{ cte_materialized() }} (
     SELECT k.step_start, k._scope, k.agg_key,
         {%- if share_split == 'even' %}
-        1.0 / max(d.nkeys) AS coef
+        -- a double on both engines (Spark types 1.0 / count as a 22-place DECIMAL)
+        cast(1 AS double) / max(d.nkeys) AS coef
         {%- else %}
-        CASE WHEN max(d.wsum) > 0 THEN sum(k.w) / max(d.wsum) ELSE 1.0 / max(d.nkeys) END AS coef
+        CASE WHEN max(d.wsum) > 0 THEN sum(k.w) / max(d.wsum) ELSE cast(1 AS double) / max(d.nkeys) END AS coef
         {%- endif %}
     FROM _sa_keyw k JOIN _sa_keyden d USING (step_start, _scope)
     WHERE NOT k._filtered
