@@ -174,14 +174,15 @@ def run_checks(settings: Settings, timeout_s: float = 5.0) -> list[Check]:
         checks.append(Check("dagster storage (postgres)", problem is None, problem or "URL is set"))
     checks += _pricing_checks(settings)
     if settings.billing.focus_path:
-        from pipelines.sources.focus import describe_bills
+        from pipelines.sources.focus import bill_location, describe_bills
 
-        checks.append(_probe(f"billing.focus_path {settings.resolve(settings.billing.focus_path)}",
+        checks.append(_probe(f"billing.focus_path {bill_location(settings, 'focus_path')}",
                              lambda: describe_bills(settings)))
     if settings.billing.cur2_path:
         from pipelines.sources.cur2 import describe_cur2
+        from pipelines.sources.focus import bill_location
 
-        checks.append(_probe(f"billing.cur2_path {settings.resolve(settings.billing.cur2_path)}",
+        checks.append(_probe(f"billing.cur2_path {bill_location(settings, 'cur2_path')}",
                              lambda: describe_cur2(settings)))
     for cluster in settings.clusters:
         if cluster.source == "prometheus":

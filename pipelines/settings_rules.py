@@ -195,6 +195,10 @@ URL_CREDENTIALS_INSTEAD: dict[str, str] = {
     "boavizta.url": "the Boavizta API takes no credentials: write the URL without them",
     "lake.root": "give Spark the object store's credentials through the environment (e.g. AWS_ACCESS_KEY_ID and "
                  "AWS_SECRET_ACCESS_KEY)",
+    "billing.focus_path": "give kubeledger the object store's credentials through the environment (README, 'Bills "
+                          "in object storage')",
+    "billing.cur2_path": "give kubeledger the object store's credentials through the environment (README, 'Bills "
+                         "in object storage')",
 }
 
 
@@ -205,6 +209,8 @@ def url_credentials_problem(key: str, generic: str, value: str) -> str | None:
 
     instead = URL_CREDENTIALS_INSTEAD.get(generic)
     found = url_credentials(value) if instead and "://" in value else None
+    if found == "a user name" and value.lower().startswith(("abfs://", "abfss://")):
+        found = None  # abfs[s]://container@account.dfs.core.windows.net/: the container, not a user
     if not found:
         return None
     return (f"{redact_url(value)!r} is not allowed: {found} in a URL would be stored in Dagster's run storage "
@@ -338,14 +344,24 @@ def _kind(mode: int) -> str:
     return "a device, FIFO or socket"
 
 
+BILL_URI_SCHEMES = ("s3", "gs", "az", "abfs", "abfss")  # pipelines/sources/objectstore.py SCHEMES
+
+
 def focus_path_problem(value: str) -> str | None:
     """`billing.focus_path` and `billing.cur2_path`: a local folder, file or glob of bill files (FOCUS or CUR 2.0
-    CSV/Parquet; object stores come later)."""
+    CSV/Parquet), or the same in object storage (pipelines/sources/objectstore.py)."""
     if not value or value != value.strip():
         return "use a non-empty folder, file or glob without leading or trailing spaces"
-    if "://" in value:
-        return ("use a local folder, file or glob (e.g. bills/ or bills/*.parquet); object-store URIs are not read "
-                "yet: sync the export to a folder")
+    if "://" not in value:
+        return None
+    allowed = ", ".join(f"{s}://" for s in BILL_URI_SCHEMES)
+    scheme, _, rest = value.partition("://")
+    if scheme.lower() not in BILL_URI_SCHEMES:
+        return f"use a local folder, file or glob (e.g. bills/ or bills/*.parquet) or a URI of {allowed}"
+    bucket = rest.split("/", 1)[0]
+    if not bucket or "?" in value or "#" in value or (":" in bucket and scheme.lower() not in ("abfs", "abfss")):
+        return (f"use {scheme}://bucket/prefix/ (a bucket or container, then a prefix or glob), without a query, "
+                "a fragment or credentials: they come from the environment (README, 'Bills in object storage')")
     return None
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates requirements.lock, the hash-pinned dependency set the Dockerfile installs (`pip install
-# --require-hashes`): pyproject.toml's runtime dependencies ([project] dependencies) and its build backend
+# --require-hashes`): pyproject.toml's runtime dependencies ([project] dependencies and the `objectstore` extra:
+# the image reads bills from object storage) and its build backend
 # ([build-system] requires: setuptools, wheel; the image installs the package itself editable with
 # --no-build-isolation from them), resolved for CPython 3.11 on Linux x86_64 (the base image's), wheels only (the
 # slim image has no compiler, and an sdist would build with unpinned build dependencies).
@@ -37,11 +38,12 @@ python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 
         --no-config --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --only-binary :all: \
         --generate-hashes --no-strip-extras --index-url "${KUBELEDGER_LOCK_INDEX_URL:-https://pypi.org/simple}" \
         --custom-compile-command "bash scripts/lock.sh" --quiet \
-        --output-file "$work/requirements.lock" "$@"
+        --extra objectstore --output-file "$work/requirements.lock" "$@"
 {
-    echo "# kubeledger's image dependencies, every file pinned by hash: pyproject.toml's runtime dependencies (the"
-    echo "# entries 'via kubeledger (pyproject.toml)' and what they need) and its [build-system] requires (setuptools"
-    echo "# and wheel, the two entries without a 'via'), for CPython 3.11 on Linux x86_64, wheels only."
+    echo "# kubeledger's image dependencies, every file pinned by hash: pyproject.toml's runtime dependencies and"
+    echo "# its objectstore extra (the entries 'via kubeledger (pyproject.toml)' and what they need) and its"
+    echo "# [build-system] requires (setuptools and wheel, the two entries without a 'via'), for CPython 3.11 on"
+    echo "# Linux x86_64, wheels only."
     echo "# Do not edit: regenerate with \`bash scripts/lock.sh\` (README, \"Run it in a cluster\")."
     cat "$work/requirements.lock"  # uv writes the whole file anew: no header of ours left in it
 } > "$LOCK"

@@ -1,7 +1,8 @@
 """AWS CUR 2.0 (the AWS Data Exports "CUR 2.0" table, COST_AND_USAGE_REPORT) → raw.cur2_line_items.
 
 `billing.cur2_path` names a folder (its *.parquet, *.csv and *.csv.gz files, recursively), one file or a glob: the
-export's data files as AWS writes them to S3, synced to a local folder. The CUR 2.0 columns kubeledger maps to FOCUS
+export's data files as AWS writes them to S3, read there (an s3:// URI: pipelines/sources/objectstore.py) or synced to
+a local folder. The CUR 2.0 columns kubeledger maps to FOCUS
 are kept under their CUR names, typed; the mapping to the FOCUS columns of stg_focus__charges is dbt's
 (models/staging/stg_cur2__line_items.sql, its sources named in _staging__models.yml). A column no file has is NULL;
 resource_tags (a map) is kept as JSON object text.
@@ -16,7 +17,6 @@ saying what to fix.
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -72,7 +72,7 @@ COLUMNS: dict[str, str] = {
 }
 
 
-def _stage(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
+def _stage(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
     """The typed rows of every file in the temp table _kl_cur2_typed, checked; raises FocusBillError."""
     described = _read_files(con, files)
     by_lower = {name.lower(): name for name, _ in described}

@@ -1,7 +1,9 @@
 """FOCUS cloud bills (FinOps Open Cost and Usage Specification 1.0-1.2) → raw.focus_charges.
 
-`billing.focus_path` names a folder (its *.csv, *.csv.gz and *.parquet files, recursively), one file or a glob.
-DuckDB reads them (read_csv / read_parquet, union_by_name: files of different FOCUS versions and providers mix),
+`billing.focus_path` names a folder (its *.csv, *.csv.gz and *.parquet files, recursively), one file or a glob,
+local or in object storage (s3://, gs://, az://, abfs[s]:// URIs: the same rules over the store's prefixes,
+pipelines/sources/objectstore.py registers the store's fsspec filesystem on the connection). DuckDB reads them
+(read_csv / read_parquet, union_by_name: files of different FOCUS versions and providers mix),
 every column as text, and this module types the FOCUS columns it knows into the raw table. A FOCUS column that no
 file has is NULL; provider-specific columns (`x_...`) are not kept.
 
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import glob
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -27,6 +30,7 @@ from typing import Any
 import duckdb
 
 from pipelines.settings import Settings
+from pipelines.sources import objectstore
 from pipelines.warehouse.source_health import Problem
 
 TABLE = "focus_charges"
@@ -85,10 +89,29 @@ class FocusBillError(ValueError):
     """A bill that cannot be loaded; the message names the file or column and what is wrong."""
 
 
-def bill_files(settings: Settings, key: str = "focus_path") -> list[Path]:
-    """The bill files `billing.<key>` names (focus_path, cur2_path): a folder's CSV/Parquet files (recursively), a
-    glob's, one file."""
+def bill_location(settings: Settings, key: str = "focus_path") -> str:
+    """`billing.<key>` as read: an object-store URI as written, a local path resolved (relative to the settings)."""
     raw = getattr(settings.billing, key) or ""
+    return raw if objectstore.scheme(raw) else str(settings.resolve(raw))
+
+
+@contextmanager
+def _store(con: duckdb.DuckDBPyConnection, where: str) -> Iterator[Any]:
+    """For an object-store URI, its fsspec filesystem, registered on `con` for the block; None for a local path."""
+    if not objectstore.scheme(where):
+        yield None
+        return
+    fs = objectstore.filesystem(where)
+    with objectstore.registered(con, fs):
+        yield fs
+
+
+def bill_files(settings: Settings, key: str = "focus_path", fs: Any = None) -> list[str]:
+    """The bill files `billing.<key>` names (focus_path, cur2_path): a folder's CSV/Parquet files (recursively), a
+    glob's, one file; in object storage (`fs`: objectstore.filesystem) a prefix's objects, a glob's, one object."""
+    raw = getattr(settings.billing, key) or ""
+    if fs is not None:
+        return objectstore.list_files(fs, raw, BILL_SUFFIXES)
     where = settings.resolve(raw)
     if any(ch in raw for ch in "*?["):
         files = [Path(p) for p in glob.glob(str(where), recursive=True)]
@@ -101,7 +124,7 @@ def bill_files(settings: Settings, key: str = "focus_path") -> list[Path]:
     files = sorted(p for p in files if p.is_file() and p.name.lower().endswith(BILL_SUFFIXES))
     if not files:
         raise FocusBillError(f"{where}: no {', '.join(BILL_SUFFIXES)} bill files there")
-    return files
+    return [str(p) for p in files]
 
 
 def _quoted(name: str) -> str:
@@ -121,11 +144,11 @@ def _parquet_as_text(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> str:
     return f"select {', '.join(cols)} from _kl_focus_pq"  # noqa: S608 - names quoted from the files' schema
 
 
-def _read_files(con: duckdb.DuckDBPyConnection, files: list[Path]) -> list[tuple[str, str]]:
-    """Read every file into the temp table _kl_focus_read, every column as text (file names in `filename`); returns
-    its (column, type) pairs. The file lists are bound parameters."""
-    csv = [str(p) for p in files if not p.name.lower().endswith(".parquet")]
-    parquet = [str(p) for p in files if p.name.lower().endswith(".parquet")]
+def _read_files(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[tuple[str, str]]:
+    """Read every file (path or URI) into the temp table _kl_focus_read, every column as text (file names in
+    `filename`); returns its (column, type) pairs. The file lists are bound parameters."""
+    csv = [p for p in files if not p.lower().endswith(".parquet")]
+    parquet = [p for p in files if p.lower().endswith(".parquet")]
     parts = []
     if csv:
         parts.append("select * from read_csv($csv, header = true, all_varchar = true, union_by_name = true, "
@@ -170,7 +193,7 @@ def _select_sql(described: list[tuple[str, str]]) -> tuple[str, dict[str, list[s
     return ", ".join(exprs), found
 
 
-def _stage(con: duckdb.DuckDBPyConnection, files: list[Path]) -> dict[str, list[str]]:
+def _stage(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, list[str]]:
     """The typed rows of every file in the temp table _kl_focus_typed, checked; raises FocusBillError."""
     select, found = _select_sql(_read_files(con, files))
     con.execute(f"create or replace temp table _kl_focus_typed as select cast(charge_period_start as date) "  # noqa: S608
@@ -217,7 +240,7 @@ class BillExport:
     table: str  # raw.<table>, replaced per charge_date
     typed: str  # the temp table `stage` fills
     columns: tuple[str, ...]  # the raw table's typed columns, in its order
-    stage: Callable[[duckdb.DuckDBPyConnection, list[Path]], object]
+    stage: Callable[[duckdb.DuckDBPyConnection, list[str]], object]
     files_noun: str  # check-config's count: "bill file(s)"
     rows_noun: str  # the ledger's kept rows: "bill rows"
     what: str  # the ledger's subject: "the FOCUS bill at billing.focus_path"
@@ -260,13 +283,18 @@ def load_bills(export: BillExport, settings: Settings, con: duckdb.DuckDBPyConne
                                "end_day": end.isoformat(), "files": 0, "rows": 0, "days": 0, "problems": []}
     if not summary["configured"]:
         return summary
-    where = str(settings.resolve(path or ""))
+    where = bill_location(settings, export.key)
     try:
-        files = bill_files(settings, export.key)
-        summary["files"] = len(files)
-        export.stage(con, files)
-        summary["rows"], summary["days"] = _replace_days(con, export, first, end)
+        with _store(con, where) as fs:
+            files = bill_files(settings, export.key, fs)
+            summary["files"] = len(files)
+            export.stage(con, files)
+            summary["rows"], summary["days"] = _replace_days(con, export, first, end)
     except (FocusBillError, duckdb.Error, OSError) as exc:
+        summary["problems"].append(_problem(con, export, where, exc, first, end))
+    except Exception as exc:  # a store's client error that escaped DuckDB's wrapping: the bill's, not the run's
+        if not objectstore.scheme(where):
+            raise
         summary["problems"].append(_problem(con, export, where, exc, first, end))
     finally:
         _drop_temp(con, export.typed)
@@ -276,10 +304,11 @@ def load_bills(export: BillExport, settings: Settings, con: duckdb.DuckDBPyConne
 def describe_export(export: BillExport, settings: Settings) -> str:
     """`kubeledger check-config`: read and check every configured file of the export in an in-memory DuckDB (nothing
     is written); raises FocusBillError or duckdb.Error saying what is wrong."""
-    files = bill_files(settings, export.key)
     con = duckdb.connect()
     try:
-        export.stage(con, files)
+        with _store(con, bill_location(settings, export.key)) as fs:
+            files = bill_files(settings, export.key, fs)
+            export.stage(con, files)
         rows, first, last = con.execute("select count(*), min(charge_date), max(charge_date) "  # noqa: S608
                                         f"from {export.typed}").fetchone()
     finally:
@@ -299,7 +328,10 @@ def _problem(con: duckdb.DuckDBPyConnection, export: BillExport, where: str, exc
     instead = (f"the {kept} {export.rows_noun} loaded before for {days} stay in use" if kept
                else f"there are no {export.rows_noun} for {days}")
     message = f"{export.what} could not be loaded ({cause}); {instead}"
-    return Problem("billing", "file", message, export.hint, [where])
+    hint = getattr(exc, "hint", None)  # objectstore.ObjectStoreError: the store's own fix
+    if hint is None and objectstore.scheme(where) and isinstance(exc, (OSError, duckdb.IOException)):
+        hint = objectstore.hint(where)  # a read through the store that failed after its listing
+    return Problem("billing", "file", message, hint or export.hint, [where])
 
 
 FOCUS = BillExport(

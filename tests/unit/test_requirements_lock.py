@@ -1,7 +1,8 @@
 """requirements.lock against pyproject.toml and the Dockerfile, statically (no resolver, no index, no builder).
 
 The image installs its dependencies from requirements.lock with --require-hashes (every file pinned by hash), then
-the package itself with --no-deps. So the lock must hold exactly pyproject's runtime dependencies at its top level,
+the package itself with --no-deps. So the lock must hold exactly pyproject's runtime dependencies (and its
+objectstore extra) at its top level,
 each at a version its range allows (else the image runs other versions than pyproject promises, or misses a new
 dependency: regenerate with `bash scripts/lock.sh`), plus the build backend the editable install builds with.
 tests/integration/test_docker_image.py builds the image where a builder is available.
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
 LOCK_SCRIPT = ROOT / "scripts" / "lock.sh"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+IMAGE_EXTRA = "objectstore"  # the extra the image installs too (bills in object storage; scripts/lock.sh --extra)
 TOP_LEVEL = "kubeledger (pyproject.toml)"  # uv's `# via` for a requirement read from pyproject.toml
 # the image's platform, for the markers of pyproject's requirements
 IMAGE_ENV = {"python_version": "3.11", "python_full_version": "3.11.0", "sys_platform": "linux",
@@ -117,8 +119,8 @@ def test_every_pin_is_exact_and_hashed():
 
 def test_the_top_level_is_exactly_pyprojects_runtime_dependencies_within_their_ranges():
     pins = _lock()
-    wanted = {canonicalize_name(r.name): r
-              for r in map(Requirement, PYPROJECT["project"]["dependencies"]) if _applies(r)}
+    runtime = PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"][IMAGE_EXTRA]
+    wanted = {canonicalize_name(r.name): r for r in map(Requirement, runtime) if _applies(r)}
     top = {name for name, pin in pins.items() if TOP_LEVEL in pin.via}
     assert top == set(wanted), (f"pyproject.toml and requirements.lock differ: not locked {sorted(set(wanted) - top)}, "
                                 f"locked but not in pyproject {sorted(top - set(wanted))}; run `bash scripts/lock.sh`")
