@@ -202,10 +202,17 @@
     , false)
 {%- endmacro %}
 
+{# A window's amount as a monthly figure: `expr` accrued over `hours` observed hours, x hours_per_month() (730).
+   Written once because its order is part of the numbers: multiplied, then divided. (The volumes' figures divide
+   first, rec_volume_window_columns; off-peak divides by 24 then by days: their floats stay as they are.) #}
+{% macro rec_per_month(expr, hours) -%}
+    ({{ expr }}) * {{ hours_per_month() }} / ({{ hours }})
+{%- endmacro %}
+
 {# A retired scope's monthly savings: its window's cost, energy_kwh and co2e_g (columns of `alias`) per observed
    cluster-hour x 730; needs the `cluster_hours` CTE joined. #}
 {% macro rec_monthly_savings(alias) -%}
-    {{ alias }}.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
-        {{ alias }}.energy_kwh * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
-        {{ alias }}.co2e_g * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_co2e_g_per_month
+    {{ rec_per_month(alias ~ '.cost', 'cluster_hours.observed_hours') }} as saving_usd_per_month,
+        {{ rec_per_month(alias ~ '.energy_kwh', 'cluster_hours.observed_hours') }} as saving_kwh_per_month,
+        {{ rec_per_month(alias ~ '.co2e_g', 'cluster_hours.observed_hours') }} as saving_co2e_g_per_month
 {%- endmacro %}
