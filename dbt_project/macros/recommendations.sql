@@ -202,6 +202,20 @@
     , false)
 {%- endmacro %}
 
+{# An abandoned replica's thresholds: under abandoned_max_cpu_cores of CPU and at most
+   abandoned_max_network_bytes_per_s of traffic (sent + received). The test of a controller's replica
+   (abandoned_workload) and of a whole namespace (idle_namespace). #}
+{% macro rec_is_abandoned(cpu_cores, network_bytes_per_s) -%}
+    ({{ cpu_cores }} < {{ rec_param('abandoned_max_cpu_cores') }}
+        and {{ network_bytes_per_s }} <= {{ rec_param('abandoned_max_network_bytes_per_s') }})
+{%- endmacro %}
+
+{# The thresholds of rec_is_abandoned as evidence pairs (key, SQL), in the evidence's order. #}
+{% macro rec_abandoned_evidence() -%}
+    {{ return([('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
+               ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }}
+{%- endmacro %}
+
 {# A window's amount as a monthly figure: `expr` accrued over `hours` observed hours, x hours_per_month() (730).
    Written once because its order is part of the numbers: multiplied, then divided. (The volumes' figures divide
    first, rec_volume_window_columns; off-peak divides by 24 then by days: their floats stay as they are.) #}
