@@ -23,22 +23,13 @@
     {{ return(rec_setting('window_days') | int) }}
 {%- endmacro %}
 
-{# Input flags carried by the hourly history models: (column, reason code as in the other marts). #}
+{# Input flags carried by the hourly history models: (column, reason code as in the other marts), from the one map
+   (flag_reason_codes, macros/reasons.sql). #}
 {% macro rec_input_flags() -%}
-    {{ return([
-        ('is_default_price', 'default_price'),
-        ('is_default_pue', 'default_pue'),
-        ('is_embodied_fallback', 'embodied_fallback'),
-        ('is_global_default_intensity', 'global_default_intensity'),
-        ('is_instance_price_missing', 'no_instance_price'),
-        ('is_intensity_partial', 'partial_intensity_coverage'),
-        ('is_provider_average_profile', 'provider_average_profile'),
-        ('is_intensity_provider_estimated', 'provider_estimated_intensity'),
-        ('is_region_default_intensity', 'region_default_intensity'),
-        ('is_unknown_instance_type', 'unknown_instance_type'),
-        ('is_utilisation_capped', 'utilisation_capped'),
-        ('is_zone_default_intensity', 'zone_default_intensity'),
-    ]) }}
+    {{ return(reason_flags([
+        'default_price', 'default_pue', 'embodied_fallback', 'global_default_intensity', 'no_instance_price',
+        'partial_intensity_coverage', 'provider_average_profile', 'provider_estimated_intensity',
+        'region_default_intensity', 'unknown_instance_type', 'utilisation_capped', 'zone_default_intensity'])) }}
 {%- endmacro %}
 
 {# The flag columns of rec_input_flags, OR-ed over the group, as one reasons string. #}

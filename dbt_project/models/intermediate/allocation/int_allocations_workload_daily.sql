@@ -1,26 +1,13 @@
 -- grain: one row per (usage_date, cluster, node, namespace, pod_uid, container): the workload rows of
 -- marts.fct_allocation_daily (columns: macros/allocation_columns.sql). Pod-level costs (PV, LB, network) are split
 -- evenly over the pod's running containers; averages are time-weighted over the running hours (METHOD A14).
-{%- set container_flags = [
-    ('bool_or(is_default_price)', 'default_price'),
-    ('bool_or(is_default_pue)', 'default_pue'),
-    ('bool_or(is_embodied_fallback)', 'embodied_fallback'),
-    ('bool_or(is_global_default_intensity)', 'global_default_intensity'),
-    ('bool_or(is_gpu_power_estimated)', 'gpu_power_estimated'),
-    ('bool_or(is_lb_pods_from_selector)', 'lb_pods_from_selector'),
-    ('bool_or(is_egress_unclassified)', 'no_egress_classification'),
-    ('bool_or(is_instance_price_missing)', 'no_instance_price'),
-    ('bool_or(is_node_missing)', 'node_metrics_missing'),
-    ('bool_or(is_intensity_partial)', 'partial_intensity_coverage'),
-    ('bool_or(is_provider_average_profile)', 'provider_average_profile'),
-    ('bool_or(is_intensity_provider_estimated)', 'provider_estimated_intensity'),
-    ('bool_or(is_region_default_intensity)', 'region_default_intensity'),
-    ('bool_or(is_unknown_instance_type)', 'unknown_instance_type'),
-    ('bool_or(is_usage_above_capacity)', 'usage_above_capacity'),
-    ('bool_or(is_usage_missing)', 'usage_missing'),
-    ('bool_or(is_utilisation_capped)', 'utilisation_capped'),
-    ('bool_or(is_zone_default_intensity)', 'zone_default_intensity'),
-] %}
+{%- set container_flags = reason_flags([
+    'default_price', 'default_pue', 'embodied_fallback', 'global_default_intensity', 'gpu_power_estimated',
+    'lb_pods_from_selector', 'no_egress_classification', 'no_instance_price', 'node_metrics_missing',
+    'partial_intensity_coverage', 'provider_average_profile', 'provider_estimated_intensity',
+    'region_default_intensity', 'unknown_instance_type', 'usage_above_capacity', 'usage_missing',
+    'utilisation_capped', 'zone_default_intensity'
+], aggregate=true) %}
 
 with allocated as (
     select * from {{ ref('int_containers_allocated_hourly') }}
