@@ -18,11 +18,7 @@ energy as (
 ),
 
 pod_container_counts as (
-    -- from the table, not the `allocated` CTE: a CTE read twice is materialised whole (every column of every
-    -- container-hour held in memory; 12.2 -> 7.1 s at 1,000 nodes, and it spilled at 5,000)
-    select cluster, hour_ts, pod_uid, count(*) as containers_in_pod
-    from {{ ref('int_containers_allocated_hourly') }}
-    group by cluster, hour_ts, pod_uid
+    {{ pod_container_counts() }}
 ),
 
 pod_volumes as (
@@ -64,9 +60,9 @@ container_hours as (
         energy.energy_cpu_kwh,
         energy.energy_memory_kwh,
         energy.energy_gpu_kwh,
-        coalesce(pod_volumes.energy_storage_kwh, 0) / pod_container_counts.containers_in_pod as energy_storage_kwh,
+        {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }} as energy_storage_kwh,
         energy.co2e_operational_g
-            + coalesce(pod_volumes.energy_storage_kwh, 0) / pod_container_counts.containers_in_pod
+            + {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }}
               * energy.carbon_intensity_g_per_kwh * energy.pue as co2e_operational_g,
         energy.co2e_embodied_g,
         energy.carbon_intensity_g_per_kwh,
@@ -82,21 +78,21 @@ container_hours as (
         energy.is_embodied_fallback,
         energy.is_gpu_power_estimated,
         energy.is_utilisation_capped,
-        coalesce(pod_volumes.pv_cost, 0) / pod_container_counts.containers_in_pod as pv_cost,
-        coalesce(pod_volumes.pv_byte_hours, 0) / pod_container_counts.containers_in_pod as pv_byte_hours,
-        coalesce(pod_volumes.pv_cost_adjustment, 0) / pod_container_counts.containers_in_pod as pv_cost_adjustment,
-        coalesce(pod_load_balancers.load_balancer_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_volumes.pv_cost, 0)') }} as pv_cost,
+        {{ per_container('coalesce(pod_volumes.pv_byte_hours, 0)') }} as pv_byte_hours,
+        {{ per_container('coalesce(pod_volumes.pv_cost_adjustment, 0)') }} as pv_cost_adjustment,
+        {{ per_container('coalesce(pod_load_balancers.load_balancer_cost, 0)') }}
             as load_balancer_cost,
-        coalesce(pod_load_balancers.load_balancer_cost_adjustment, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_load_balancers.load_balancer_cost_adjustment, 0)') }}
             as load_balancer_cost_adjustment,
         coalesce(pod_load_balancers.is_lb_pods_from_selector, false) as is_lb_pods_from_selector,
-        pod_network.network_transfer_bytes / pod_container_counts.containers_in_pod as network_transfer_bytes,
-        pod_network.network_receive_bytes / pod_container_counts.containers_in_pod as network_receive_bytes,
-        coalesce(pod_network.network_cross_zone_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('pod_network.network_transfer_bytes') }} as network_transfer_bytes,
+        {{ per_container('pod_network.network_receive_bytes') }} as network_receive_bytes,
+        {{ per_container('coalesce(pod_network.network_cross_zone_cost, 0)') }}
             as network_cross_zone_cost,
-        coalesce(pod_network.network_cross_region_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_network.network_cross_region_cost, 0)') }}
             as network_cross_region_cost,
-        coalesce(pod_network.network_internet_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_network.network_internet_cost, 0)') }}
             as network_internet_cost,
         coalesce(pod_network.is_egress_unclassified, false) as is_egress_unclassified,
         {{ add_seconds('allocated.hour_ts', 'coalesce(allocated.run_start_s, 0)') }} as run_start_ts,
