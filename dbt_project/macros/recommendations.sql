@@ -23,22 +23,13 @@
     {{ return(rec_setting('window_days') | int) }}
 {%- endmacro %}
 
-{# Input flags carried by the hourly history models: (column, reason code as in the other marts). #}
+{# Input flags carried by the hourly history models: (column, reason code as in the other marts), from the one map
+   (flag_reason_codes, macros/reasons.sql). #}
 {% macro rec_input_flags() -%}
-    {{ return([
-        ('is_default_price', 'default_price'),
-        ('is_default_pue', 'default_pue'),
-        ('is_embodied_fallback', 'embodied_fallback'),
-        ('is_global_default_intensity', 'global_default_intensity'),
-        ('is_instance_price_missing', 'no_instance_price'),
-        ('is_intensity_partial', 'partial_intensity_coverage'),
-        ('is_provider_average_profile', 'provider_average_profile'),
-        ('is_intensity_provider_estimated', 'provider_estimated_intensity'),
-        ('is_region_default_intensity', 'region_default_intensity'),
-        ('is_unknown_instance_type', 'unknown_instance_type'),
-        ('is_utilisation_capped', 'utilisation_capped'),
-        ('is_zone_default_intensity', 'zone_default_intensity'),
-    ]) }}
+    {{ return(reason_flags([
+        'default_price', 'default_pue', 'embodied_fallback', 'global_default_intensity', 'no_instance_price',
+        'partial_intensity_coverage', 'provider_average_profile', 'provider_estimated_intensity',
+        'region_default_intensity', 'unknown_instance_type', 'utilisation_capped', 'zone_default_intensity'])) }}
 {%- endmacro %}
 
 {# The flag columns of rec_input_flags, OR-ed over the group, as one reasons string. #}
@@ -202,10 +193,31 @@
     , false)
 {%- endmacro %}
 
+{# An abandoned replica's thresholds: under abandoned_max_cpu_cores of CPU and at most
+   abandoned_max_network_bytes_per_s of traffic (sent + received). The test of a controller's replica
+   (abandoned_workload) and of a whole namespace (idle_namespace). #}
+{% macro rec_is_abandoned(cpu_cores, network_bytes_per_s) -%}
+    ({{ cpu_cores }} < {{ rec_param('abandoned_max_cpu_cores') }}
+        and {{ network_bytes_per_s }} <= {{ rec_param('abandoned_max_network_bytes_per_s') }})
+{%- endmacro %}
+
+{# The thresholds of rec_is_abandoned as evidence pairs (key, SQL), in the evidence's order. #}
+{% macro rec_abandoned_evidence() -%}
+    {{ return([('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
+               ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }}
+{%- endmacro %}
+
+{# A window's amount as a monthly figure: `expr` accrued over `hours` observed hours, x hours_per_month() (730).
+   Written once because its order is part of the numbers: multiplied, then divided. (The volumes' figures divide
+   first, rec_volume_window_columns; off-peak divides by 24 then by days: their floats stay as they are.) #}
+{% macro rec_per_month(expr, hours) -%}
+    ({{ expr }}) * {{ hours_per_month() }} / ({{ hours }})
+{%- endmacro %}
+
 {# A retired scope's monthly savings: its window's cost, energy_kwh and co2e_g (columns of `alias`) per observed
    cluster-hour x 730; needs the `cluster_hours` CTE joined. #}
 {% macro rec_monthly_savings(alias) -%}
-    {{ alias }}.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_usd_per_month,
-        {{ alias }}.energy_kwh * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
-        {{ alias }}.co2e_g * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_co2e_g_per_month
+    {{ rec_per_month(alias ~ '.cost', 'cluster_hours.observed_hours') }} as saving_usd_per_month,
+        {{ rec_per_month(alias ~ '.energy_kwh', 'cluster_hours.observed_hours') }} as saving_kwh_per_month,
+        {{ rec_per_month(alias ~ '.co2e_g', 'cluster_hours.observed_hours') }} as saving_co2e_g_per_month
 {%- endmacro %}

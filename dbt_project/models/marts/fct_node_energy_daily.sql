@@ -1,19 +1,11 @@
 -- grain: one row per (usage_date, cluster, node): the node's power profile, zone, intensity, PUE, energy and CO2e
-{%- set node_flags = [
-    ('bool_or(is_default_pue)', 'default_pue'),
-    ('bool_or(is_embodied_fallback)', 'embodied_fallback'),
-    ('bool_or(is_global_default_intensity)', 'global_default_intensity'),
-    ('bool_or(is_gpu_power_estimated)', 'gpu_power_estimated'),
-    ('bool_or(is_node_idle and node_run_h > 0)', 'node_idle_energy'),
-    ('bool_or(is_intensity_partial)', 'partial_intensity_coverage'),
-    ('bool_or(is_provider_average_profile)', 'provider_average_profile'),
-    ('bool_or(is_intensity_provider_estimated)', 'provider_estimated_intensity'),
-    ('bool_or(is_region_default_intensity)', 'region_default_intensity'),
-    ('bool_or(is_vcpu_unknown_node)', 'unknown_vcpu'),
-    ('bool_or(is_unknown_instance_type)', 'unknown_instance_type'),
-    ('bool_or(is_utilisation_capped)', 'utilisation_capped'),
-    ('bool_or(is_zone_default_intensity)', 'zone_default_intensity'),
-] %}
+{#- unknown_vcpu: the node's enrichment flag, joined below; the codes in the order this mart has always written -#}
+{%- set node_flags = reason_flags([
+    'default_pue', 'embodied_fallback', 'global_default_intensity', 'gpu_power_estimated', 'node_idle_energy',
+    'partial_intensity_coverage', 'provider_average_profile', 'provider_estimated_intensity',
+    'region_default_intensity', 'unknown_vcpu', 'unknown_instance_type', 'utilisation_capped',
+    'zone_default_intensity'
+], aggregate=true, columns={'unknown_vcpu': 'is_vcpu_unknown_node'}) %}
 with node_energy as (
     select * from {{ ref('int_nodes_energy_hourly') }}
 ),

@@ -1,20 +1,10 @@
 -- grain: one '__idle__' row per (usage_date, cluster, node): the node's idle CPU/RAM/GPU cost and its unattributed
 -- energy and CO2e (METHOD A10), as rows of marts.fct_allocation_daily (columns: macros/allocation_columns.sql).
-{%- set idle_flags = [
-    ('bool_or(is_default_price)', 'default_price'),
-    ('bool_or(is_default_pue)', 'default_pue'),
-    ('bool_or(is_embodied_fallback)', 'embodied_fallback'),
-    ('bool_or(is_global_default_intensity)', 'global_default_intensity'),
-    ('bool_or(idle_clamped)', 'idle_clamped'),
-    ('bool_or(is_instance_price_missing)', 'no_instance_price'),
-    ('bool_or(is_node_idle and node_run_h > 0)', 'node_idle_energy'),
-    ('bool_or(is_intensity_partial)', 'partial_intensity_coverage'),
-    ('bool_or(is_provider_average_profile)', 'provider_average_profile'),
-    ('bool_or(is_intensity_provider_estimated)', 'provider_estimated_intensity'),
-    ('bool_or(is_region_default_intensity)', 'region_default_intensity'),
-    ('bool_or(is_unknown_instance_type)', 'unknown_instance_type'),
-    ('bool_or(is_zone_default_intensity)', 'zone_default_intensity'),
-] %}
+{%- set idle_flags = reason_flags([
+    'default_price', 'default_pue', 'embodied_fallback', 'global_default_intensity', 'idle_clamped',
+    'no_instance_price', 'node_idle_energy', 'partial_intensity_coverage', 'provider_average_profile',
+    'provider_estimated_intensity', 'region_default_intensity', 'unknown_instance_type', 'zone_default_intensity'
+], aggregate=true) %}
 
 with idle_daily as (
     select

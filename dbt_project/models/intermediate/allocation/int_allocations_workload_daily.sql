@@ -1,26 +1,13 @@
 -- grain: one row per (usage_date, cluster, node, namespace, pod_uid, container): the workload rows of
 -- marts.fct_allocation_daily (columns: macros/allocation_columns.sql). Pod-level costs (PV, LB, network) are split
 -- evenly over the pod's running containers; averages are time-weighted over the running hours (METHOD A14).
-{%- set container_flags = [
-    ('bool_or(is_default_price)', 'default_price'),
-    ('bool_or(is_default_pue)', 'default_pue'),
-    ('bool_or(is_embodied_fallback)', 'embodied_fallback'),
-    ('bool_or(is_global_default_intensity)', 'global_default_intensity'),
-    ('bool_or(is_gpu_power_estimated)', 'gpu_power_estimated'),
-    ('bool_or(is_lb_pods_from_selector)', 'lb_pods_from_selector'),
-    ('bool_or(is_egress_unclassified)', 'no_egress_classification'),
-    ('bool_or(is_instance_price_missing)', 'no_instance_price'),
-    ('bool_or(is_node_missing)', 'node_metrics_missing'),
-    ('bool_or(is_intensity_partial)', 'partial_intensity_coverage'),
-    ('bool_or(is_provider_average_profile)', 'provider_average_profile'),
-    ('bool_or(is_intensity_provider_estimated)', 'provider_estimated_intensity'),
-    ('bool_or(is_region_default_intensity)', 'region_default_intensity'),
-    ('bool_or(is_unknown_instance_type)', 'unknown_instance_type'),
-    ('bool_or(is_usage_above_capacity)', 'usage_above_capacity'),
-    ('bool_or(is_usage_missing)', 'usage_missing'),
-    ('bool_or(is_utilisation_capped)', 'utilisation_capped'),
-    ('bool_or(is_zone_default_intensity)', 'zone_default_intensity'),
-] %}
+{%- set container_flags = reason_flags([
+    'default_price', 'default_pue', 'embodied_fallback', 'global_default_intensity', 'gpu_power_estimated',
+    'lb_pods_from_selector', 'no_egress_classification', 'no_instance_price', 'node_metrics_missing',
+    'partial_intensity_coverage', 'provider_average_profile', 'provider_estimated_intensity',
+    'region_default_intensity', 'unknown_instance_type', 'usage_above_capacity', 'usage_missing',
+    'utilisation_capped', 'zone_default_intensity'
+], aggregate=true) %}
 
 with allocated as (
     select * from {{ ref('int_containers_allocated_hourly') }}
@@ -31,11 +18,7 @@ energy as (
 ),
 
 pod_container_counts as (
-    -- from the table, not the `allocated` CTE: a CTE read twice is materialised whole (every column of every
-    -- container-hour held in memory; 12.2 -> 7.1 s at 1,000 nodes, and it spilled at 5,000)
-    select cluster, hour_ts, pod_uid, count(*) as containers_in_pod
-    from {{ ref('int_containers_allocated_hourly') }}
-    group by cluster, hour_ts, pod_uid
+    {{ pod_container_counts() }}
 ),
 
 pod_volumes as (
@@ -77,9 +60,9 @@ container_hours as (
         energy.energy_cpu_kwh,
         energy.energy_memory_kwh,
         energy.energy_gpu_kwh,
-        coalesce(pod_volumes.energy_storage_kwh, 0) / pod_container_counts.containers_in_pod as energy_storage_kwh,
+        {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }} as energy_storage_kwh,
         energy.co2e_operational_g
-            + coalesce(pod_volumes.energy_storage_kwh, 0) / pod_container_counts.containers_in_pod
+            + {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }}
               * energy.carbon_intensity_g_per_kwh * energy.pue as co2e_operational_g,
         energy.co2e_embodied_g,
         energy.carbon_intensity_g_per_kwh,
@@ -95,21 +78,21 @@ container_hours as (
         energy.is_embodied_fallback,
         energy.is_gpu_power_estimated,
         energy.is_utilisation_capped,
-        coalesce(pod_volumes.pv_cost, 0) / pod_container_counts.containers_in_pod as pv_cost,
-        coalesce(pod_volumes.pv_byte_hours, 0) / pod_container_counts.containers_in_pod as pv_byte_hours,
-        coalesce(pod_volumes.pv_cost_adjustment, 0) / pod_container_counts.containers_in_pod as pv_cost_adjustment,
-        coalesce(pod_load_balancers.load_balancer_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_volumes.pv_cost, 0)') }} as pv_cost,
+        {{ per_container('coalesce(pod_volumes.pv_byte_hours, 0)') }} as pv_byte_hours,
+        {{ per_container('coalesce(pod_volumes.pv_cost_adjustment, 0)') }} as pv_cost_adjustment,
+        {{ per_container('coalesce(pod_load_balancers.load_balancer_cost, 0)') }}
             as load_balancer_cost,
-        coalesce(pod_load_balancers.load_balancer_cost_adjustment, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_load_balancers.load_balancer_cost_adjustment, 0)') }}
             as load_balancer_cost_adjustment,
         coalesce(pod_load_balancers.is_lb_pods_from_selector, false) as is_lb_pods_from_selector,
-        pod_network.network_transfer_bytes / pod_container_counts.containers_in_pod as network_transfer_bytes,
-        pod_network.network_receive_bytes / pod_container_counts.containers_in_pod as network_receive_bytes,
-        coalesce(pod_network.network_cross_zone_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('pod_network.network_transfer_bytes') }} as network_transfer_bytes,
+        {{ per_container('pod_network.network_receive_bytes') }} as network_receive_bytes,
+        {{ per_container('coalesce(pod_network.network_cross_zone_cost, 0)') }}
             as network_cross_zone_cost,
-        coalesce(pod_network.network_cross_region_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_network.network_cross_region_cost, 0)') }}
             as network_cross_region_cost,
-        coalesce(pod_network.network_internet_cost, 0) / pod_container_counts.containers_in_pod
+        {{ per_container('coalesce(pod_network.network_internet_cost, 0)') }}
             as network_internet_cost,
         coalesce(pod_network.is_egress_unclassified, false) as is_egress_unclassified,
         {{ add_seconds('allocated.hour_ts', 'coalesce(allocated.run_start_s, 0)') }} as run_start_ts,

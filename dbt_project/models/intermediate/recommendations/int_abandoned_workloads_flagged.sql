@@ -50,8 +50,7 @@ flagged as (
     from controllers
     join cluster_hours
         on cluster_hours.usage_date = controllers.usage_date and cluster_hours.cluster = controllers.cluster
-    where controllers.cpu_cores_per_replica < {{ rec_param('abandoned_max_cpu_cores') }}
-        and controllers.network_bytes_per_s_per_replica <= {{ rec_param('abandoned_max_network_bytes_per_s') }}
+    where {{ rec_is_abandoned('controllers.cpu_cores_per_replica', 'controllers.network_bytes_per_s_per_replica') }}
 )
 
 select
@@ -63,8 +62,7 @@ select
          || " ~ rec_int_text('cpu_cores_per_replica * 1000000') ~ " || ' micro-cores of CPU and '
          || " ~ rec_int_text('network_bytes_per_s_per_replica') ~ " || ' B/s of traffic on average'",
         [('cpu_cores_per_replica', 'cpu_cores_per_replica'),
-         ('network_bytes_per_s_per_replica', 'network_bytes_per_s_per_replica'), ('replicas', 'replicas'),
-         ('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
-         ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }},
+         ('network_bytes_per_s_per_replica', 'network_bytes_per_s_per_replica'), ('replicas', 'replicas')]
+        + rec_abandoned_evidence()) }},
     {{ rec_closing_columns() }}
 from flagged

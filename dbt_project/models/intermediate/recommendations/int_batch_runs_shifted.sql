@@ -111,7 +111,7 @@ summed as (
         count(*) as days_of_data,
         sum(w.hours_run) as hours_covered,
         avg(w.hours_run) as hours_per_day,
-        avg(w.saving_co2e_g) * {{ hours_per_month() }} / 24 as saving_co2e_g_per_month,
+        {{ rec_per_month('avg(w.saving_co2e_g)', 24) }} as saving_co2e_g_per_month,
         sum(w.co2e_g) / nullif(sum(w.energy_pue_kwh), 0) as actual_mean_intensity,
         sum(w.energy_pue_kwh * w.best_mean_intensity) / nullif(sum(w.energy_pue_kwh), 0) as best_mean_intensity,
         cast(max(start_mode.best_start_hour) as integer) as typical_best_start_hour,

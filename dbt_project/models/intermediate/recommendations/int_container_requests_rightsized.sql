@@ -98,18 +98,18 @@ deltas as (
 priced as (
 select
     recommended.*,
-    coalesce(deltas.saving_cpu_usd, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+    {{ rec_per_month('coalesce(deltas.saving_cpu_usd, 0)', 'cluster_hours.observed_hours') }}
         as saving_cpu_usd_per_month,
-    coalesce(deltas.saving_ram_usd, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+    {{ rec_per_month('coalesce(deltas.saving_ram_usd, 0)', 'cluster_hours.observed_hours') }}
         as saving_ram_usd_per_month,
-    (coalesce(deltas.saving_cpu_usd, 0) + coalesce(deltas.saving_ram_usd, 0)) * {{ hours_per_month() }}
-        / cluster_hours.observed_hours as saving_usd_per_month,
-    coalesce(deltas.saving_kwh, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours as saving_kwh_per_month,
-    coalesce(deltas.saving_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+    {{ rec_per_month('coalesce(deltas.saving_cpu_usd, 0) + coalesce(deltas.saving_ram_usd, 0)',
+                     'cluster_hours.observed_hours') }} as saving_usd_per_month,
+    {{ rec_per_month('coalesce(deltas.saving_kwh, 0)', 'cluster_hours.observed_hours') }} as saving_kwh_per_month,
+    {{ rec_per_month('coalesce(deltas.saving_co2e_g, 0)', 'cluster_hours.observed_hours') }}
         as saving_co2e_g_per_month,
-    coalesce(deltas.saving_ram_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+    {{ rec_per_month('coalesce(deltas.saving_ram_co2e_g, 0)', 'cluster_hours.observed_hours') }}
         as saving_ram_co2e_g_per_month,
-    coalesce(deltas.saving_cpu_co2e_g, 0) * {{ hours_per_month() }} / cluster_hours.observed_hours
+    {{ rec_per_month('coalesce(deltas.saving_cpu_co2e_g, 0)', 'cluster_hours.observed_hours') }}
         as saving_cpu_co2e_g_per_month
 from recommended
 join cluster_hours on cluster_hours.usage_date = recommended.usage_date and cluster_hours.cluster = recommended.cluster

@@ -38,8 +38,7 @@ flagged as (
     join cluster_hours
         on cluster_hours.usage_date = namespaces.usage_date and cluster_hours.cluster = namespaces.cluster
     where namespaces.days_of_data >= {{ rec_window_days() }}
-        and namespaces.cpu_cores < {{ rec_param('abandoned_max_cpu_cores') }}
-        and namespaces.network_bytes_per_s <= {{ rec_param('abandoned_max_network_bytes_per_s') }}
+        and {{ rec_is_abandoned('namespaces.cpu_cores', 'namespaces.network_bytes_per_s') }}
 )
 
 select
@@ -51,7 +50,6 @@ select
          || case when pods = 1 then ' pod used ' else ' pods used ' end || " ~ rec_int_text('cpu_cores * 1000000') ~ " || ' micro-cores of CPU and '
          || " ~ rec_int_text('network_bytes_per_s') ~ " || ' B/s of traffic on average, every day of the window'",
         [('cpu_cores', 'cpu_cores'), ('network_bytes_per_s', 'network_bytes_per_s'), ('pods', 'pods'),
-         ('controllers', 'controllers'), ('max_cpu_cores', rec_param('abandoned_max_cpu_cores')),
-         ('max_network_bytes_per_s', rec_param('abandoned_max_network_bytes_per_s'))]) }},
+         ('controllers', 'controllers')] + rec_abandoned_evidence()) }},
     {{ rec_closing_columns() }}
 from flagged

@@ -19,11 +19,8 @@ pods as (
     from {{ ref('stg_metrics__pod_hours') }}
 ),
 
-containers_in_pod as (
-    -- from the table, not the `allocated` CTE (a CTE read twice is materialised whole, every column)
-    select cluster, hour_ts, pod_uid, count(*) as n
-    from {{ ref('int_containers_allocated_hourly') }}
-    group by cluster, hour_ts, pod_uid
+pod_container_counts as (
+    {{ pod_container_counts() }}
 ),
 
 network as (
@@ -73,7 +70,7 @@ select
     allocated.cpu_cost,
     allocated.ram_cost,
     allocated.gpu_cost,
-    coalesce(network.network_bytes, 0) / containers_in_pod.n as network_bytes,
+    {{ per_container('coalesce(network.network_bytes, 0)') }} as network_bytes,
     energy.energy_kwh,
     energy.energy_memory_kwh,
     energy.carbon_intensity_g_per_kwh,
@@ -92,9 +89,9 @@ from allocated
 join energy
     on energy.cluster = allocated.cluster and energy.hour_ts = allocated.hour_ts
     and energy.pod_uid = allocated.pod_uid and energy.container = allocated.container
-join containers_in_pod
-    on containers_in_pod.cluster = allocated.cluster and containers_in_pod.hour_ts = allocated.hour_ts
-    and containers_in_pod.pod_uid = allocated.pod_uid
+join pod_container_counts
+    on pod_container_counts.cluster = allocated.cluster and pod_container_counts.hour_ts = allocated.hour_ts
+    and pod_container_counts.pod_uid = allocated.pod_uid
 left join pods
     on pods.cluster = allocated.cluster and pods.hour_ts = allocated.hour_ts and pods.pod_uid = allocated.pod_uid
 left join network

@@ -108,11 +108,11 @@ flagged as (
         latest_hours.replicas_now,
         coalesce(guarded.pdbs_matching, 0) as pdbs_matching,
         guarded.disruptions_allowed,
-        controllers.workload_cost * {{ hours_per_month() }} / cluster_hours.observed_hours
+        {{ rec_per_month('controllers.workload_cost', 'cluster_hours.observed_hours') }}
             as workload_cost_usd_per_month,
-        controllers.cost * {{ hours_per_month() }} / cluster_hours.observed_hours as on_demand_usd_per_month,
-        controllers.spot_cost * {{ hours_per_month() }} / cluster_hours.observed_hours as spot_usd_per_month,
-        (controllers.cost - controllers.spot_cost) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        {{ rec_per_month('controllers.cost', 'cluster_hours.observed_hours') }} as on_demand_usd_per_month,
+        {{ rec_per_month('controllers.spot_cost', 'cluster_hours.observed_hours') }} as spot_usd_per_month,
+        {{ rec_per_month('controllers.cost - controllers.spot_cost', 'cluster_hours.observed_hours') }}
             as saving_usd_per_month,
         cast(0 as double) as saving_kwh_per_month,
         cast(0 as double) as saving_co2e_g_per_month

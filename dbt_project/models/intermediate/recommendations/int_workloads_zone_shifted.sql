@@ -79,7 +79,7 @@ moved as (
 candidates as (
     select
         moved.*,
-        (moved.co2e_g - moved.other_co2e_g) * {{ hours_per_month() }} / cluster_hours.observed_hours
+        {{ rec_per_month('moved.co2e_g - moved.other_co2e_g', 'cluster_hours.observed_hours') }}
             as saving_co2e_g_per_month
     from moved
     join cluster_hours on cluster_hours.usage_date = moved.usage_date and cluster_hours.cluster = moved.cluster
