@@ -18,6 +18,7 @@ from pipelines.redaction import redact
 from pipelines.sources.boavizta import extract_boavizta_impacts
 from pipelines.sources.carbon.extract import extract_carbon
 from pipelines.sources.cur2 import load_cur2_bills
+from pipelines.sources.demo_bill import demo_bill_settings
 from pipelines.sources.focus import load_focus_bills
 from pipelines.sources.kubernetes import extract_kubernetes
 from pipelines.sources.metrics import extract_metrics, metrics_problems
@@ -163,7 +164,8 @@ BILLING_KEYS = [["raw", "focus_charges"], ["raw", "cur2_line_items"]]
     name="raw_billing",
     specs=[dg.AssetSpec(["raw", "focus_charges"], group_name="billing", kinds={"python", "duckdb"},
                         description="FOCUS cloud bill rows (settings `billing.focus_path`) of the run's days and the "
-                        "`billing.reread_days` before them, replaced per charge day in raw.focus_charges; a no-op "
+                        "`billing.reread_days` before them, replaced per charge day in raw.focus_charges (in demo mode "
+                        "the demo's generated bill of the run's days, pipelines/sources/demo_bill.py); a no-op "
                         "without bills."),
            dg.AssetSpec(["raw", "cur2_line_items"], group_name="billing", kinds={"python", "duckdb"},
                         description="AWS CUR 2.0 line items (settings `billing.cur2_path`) of the same days, replaced "
@@ -171,11 +173,17 @@ BILLING_KEYS = [["raw", "focus_charges"], ["raw", "cur2_line_items"]]
     partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), pool=WRITER_POOL,
 )
 def raw_billing(context: dg.AssetExecutionContext, kubeledger: KubeledgerResource):
-    """The cloud bills: FOCUS files and the AWS CUR 2.0 export, one 'billing' line in the source-health ledger."""
+    """The cloud bills: FOCUS files and the AWS CUR 2.0 export, one 'billing' line in the source-health ledger. In
+    demo mode (every cluster a demo cluster, no bill configured) the demo's generated FOCUS bill of the run's days,
+    through the same FOCUS loader (pipelines/sources/demo_bill.py)."""
     window = context.partition_time_window  # a backfill range re-reads its whole span once
+    start, end = window.start.date(), window.end.date()
+    settings = kubeledger.settings
+    demo = demo_bill_settings(settings, start, end)
     with kubeledger.connect() as con:
-        summaries = [load(kubeledger.settings, con, window.start.date(), window.end.date())
-                     for load in (load_focus_bills, load_cur2_bills)]
+        summaries = [load_focus_bills(demo or settings, con, start, end), load_cur2_bills(settings, con, start, end)]
+        if demo is not None:
+            summaries[0]["demo_bill"] = demo.billing.focus_path
         if any(s["configured"] for s in summaries):  # without a `billing:` block the ledger says nothing about bills
             report_health(context, con, "billing", _days(_hours(context)),
                           [p for s in summaries for p in s["problems"]])

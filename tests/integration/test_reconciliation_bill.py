@@ -1,13 +1,16 @@
 """The cloud bill reconciled into assets and allocations (issue 28), through the real CLI and API.
 
-The demo cluster's day D1 is built once without a bill (the shared published workdir). A FOCUS bill is then written
+The demo cluster's day D1 is built once without a bill (the shared published workdir rebuilt list-priced,
+tests/fixtures/pipeline_workdir.list_priced_workdir: the demo's own generated bill replaced by a bill without
+lines). A FOCUS bill is then written
 here from that day's own nodes: each node but one billed at 70 % of its list cost (a 30 % savings plan), the ids in
 the forms the providers' exports use (an EC2 ARN, bare instance ids, the GCP full resource name, an upper-case Azure
 VM path), a credit on one instance, one EBS volume at half its list cost, the ELB behind the checkout-web Service
 (its ARN, the name from the Service's ingress hostname) at 125 % of its list cost (load-balancer capacity units),
 and two lines outside the cluster; one more instance is billed in an AWS CUR 2.0 export instead (covered by the
 savings plan, with its negation). The day
-is rebuilt with `billing.focus_path` and `billing.cur2_path` set, and the two warehouses are compared: the billed nodes cost what the bill
+is rebuilt with `billing.focus_path` and `billing.cur2_path` set (a configured bill replaces the demo's generated
+one), and the two warehouses are compared: the billed nodes cost what the bill
 says, the adjustments reach the allocations whole, and no energy or carbon number moves.
 """
 
@@ -27,7 +30,7 @@ import pytest
 from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.cur2 import effective_cost, write_cur2
 from tests.fixtures.focus_spec_rules import check_dataset
-from tests.fixtures.pipeline_workdir import D1, published_workdir, run_cli
+from tests.fixtures.pipeline_workdir import D1, list_priced_workdir, published_workdir, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -156,7 +159,7 @@ def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float],
 
 @pytest.fixture(scope="module")
 def reconciled(tmp_path_factory) -> Iterator[Reconciled]:
-    before = published_workdir(tmp_path_factory, "recon-before")
+    before = list_priced_workdir(tmp_path_factory, "recon-before")
     work = published_workdir(tmp_path_factory, "recon-after")
     bill, cur2 = work / "bill.csv", work / "cur2.parquet"
     billed, unbilled, cur2_node, load_balancer = _write_bill(before / "wh" / "kubeledger.duckdb", bill, cur2)
