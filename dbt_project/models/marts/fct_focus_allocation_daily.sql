@@ -43,20 +43,66 @@ node_accounts as (
     group by usage_date, cluster, resource_key
 ),
 
--- the cluster's billing account that day: the one account all its matched resources are billed to (none when
--- they are billed to several)
+-- the account shared by the cluster's billed resources that day, per node provider (an AWS bill's account never
+-- names a GCP node's row) and, for rows without a node or a cluster of one provider, over all its bill lines;
+-- none when they are billed to several accounts
+shared_lines as (
+    select node_accounts.*, nodes.provider as scope
+    from node_accounts
+    inner join nodes
+        on nodes.usage_date = node_accounts.usage_date and nodes.cluster = node_accounts.cluster
+            and nodes.resource_key = node_accounts.resource_key
+    union all
+    select *, '*' as scope from bill_lines
+),
+
 cluster_accounts as (
     select
-        usage_date, cluster,
+        usage_date, cluster, scope,
         max(billing_account_id) as billing_account_id,
         max(billing_account_name) as billing_account_name,
         case when count(distinct sub_account_id) = 1 then max(sub_account_id) end as sub_account_id,
         case when count(distinct sub_account_id) = 1 then max(sub_account_name) end as sub_account_name,
         max(provider_name) as provider_name,
         max(invoice_issuer_name) as invoice_issuer_name
-    from bill_lines
-    group by usage_date, cluster
+    from shared_lines
+    group by usage_date, cluster, scope
     having count(distinct billing_account_id) = 1
+),
+
+cluster_providers as (
+    select usage_date, cluster, count(distinct provider) as providers
+    from nodes
+    group by usage_date, cluster
+),
+
+-- the cluster-level account of each allocation: its node provider's, else (no node, or one provider) the cluster's
+allocation_accounts as (
+    select
+        allocations.usage_date, allocations.cluster, allocations.node,
+        coalesce(by_provider.billing_account_id, whole.billing_account_id) as billing_account_id,
+        case when by_provider.billing_account_id is not null then by_provider.billing_account_name
+            else whole.billing_account_name end as billing_account_name,
+        case when by_provider.billing_account_id is not null then by_provider.sub_account_id
+            else whole.sub_account_id end as sub_account_id,
+        case when by_provider.billing_account_id is not null then by_provider.sub_account_name
+            else whole.sub_account_name end as sub_account_name,
+        case when by_provider.billing_account_id is not null then by_provider.provider_name
+            else whole.provider_name end as provider_name,
+        case when by_provider.billing_account_id is not null then by_provider.invoice_issuer_name
+            else whole.invoice_issuer_name end as invoice_issuer_name
+    from (select distinct usage_date, cluster, node from allocations) as allocations
+    left join nodes
+        on nodes.usage_date = allocations.usage_date and nodes.cluster = allocations.cluster
+            and nodes.node = allocations.node
+    left join cluster_providers
+        on cluster_providers.usage_date = allocations.usage_date and cluster_providers.cluster = allocations.cluster
+    left join cluster_accounts as by_provider
+        on by_provider.usage_date = allocations.usage_date and by_provider.cluster = allocations.cluster
+            and by_provider.scope = nodes.provider
+    left join cluster_accounts as whole
+        on whole.usage_date = allocations.usage_date and whole.cluster = allocations.cluster
+            and whole.scope = '*' and (allocations.node is null or cluster_providers.providers = 1)
 ),
 
 -- the cluster's billing account from kubeledger.yaml (clusters[].billing_account_id), when no bill names one
@@ -96,8 +142,9 @@ joined as (
     left join node_accounts
         on node_accounts.usage_date = allocations.usage_date and node_accounts.cluster = allocations.cluster
             and node_accounts.resource_key = nodes.resource_key
-    left join cluster_accounts
+    left join allocation_accounts as cluster_accounts
         on cluster_accounts.usage_date = allocations.usage_date and cluster_accounts.cluster = allocations.cluster
+            and coalesce(cluster_accounts.node, '') = coalesce(allocations.node, '')
     left join cluster_settings on cluster_settings.cluster = allocations.cluster
 ),
 
