@@ -2,7 +2,8 @@
 (`ranged`). Frozen: a run never changes them.
 
 Reading and validating the file is settings_validation.py's job, the allowed values settings_rules.py's (the ranges
-read from here); import all of them through `pipelines.settings`.
+read from here); import all of them through `pipelines.settings`. dbt_project.yml's vars are generated from these
+defaults (`python -m pipelines.dagster_defs.dbt_project_vars`). Adding a setting: docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -201,14 +202,15 @@ class EnergySettings:
     carbon_zone_label: str = "kubeledger.io/carbon-zone"
     default_intensity_g_per_kwh: float = ranged(500.0, 0, 3000, "g CO2e per kWh")
     # PUE of a node with no cluster `pue` and no provider value (on-prem; METHOD B5): not a kubeledger.yaml key,
-    # but the default's one home like the others (dbt var `default_pue`, tests/unit/test_dbt_defaults.py)
+    # but the default's one home like the others (dbt var `default_pue`, generated into dbt_project.yml)
     default_pue: ClassVar[float] = 1.3
 
 
 @dataclass(frozen=True)
 class RecommendationSettings:
     """Parameters of the recommendation models (dbt var `recommendations`, every key; documented in docs/METHOD.md
-    Part C). The defaults live here only: dbt_project.yml's vars equal them (tests/unit/test_dbt_defaults.py)."""
+    Part C), read in SQL with `rec_param('<name>')`. The defaults live here only: dbt_project.yml's vars are
+    generated from them (`python -m pipelines.dagster_defs.dbt_project_vars`; tests/unit/test_dbt_defaults.py)."""
 
     window_days: int = ranged(7, 1, 35, "days of hourly history")  # the look-back of every recommendation
     # pruned after each build
