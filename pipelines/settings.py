@@ -20,7 +20,8 @@ Every validation error is one line naming the file, the key and what is allowed,
   reads the same file from a read-only volume;
 - a control character anywhere in the file is named with its line and column.
 
-Where: the dataclasses and defaults in settings_models.py, what each key allows in settings_rules.py (the
+Where: the dataclasses and defaults in settings_models.py (each numeric key's range beside its default,
+`ranged`), what each key allows in settings_rules.py (the ranges read from the dataclasses; the
 carbon.provider and clusters[].source choices are the names of pipelines/registry.py), the strict reading in
 settings_validation.py; this module loads a file and re-exports the names, so callers import everything from
 `pipelines.settings`.
@@ -45,6 +46,7 @@ from pipelines.settings_models import (
     EnergySettings,
     KubernetesSettings,
     LakeSettings,
+    NumberRange,
     PricingSettings,
     PrometheusSettings,
     QualitySettings,
@@ -55,14 +57,13 @@ from pipelines.settings_models import (
     SharingSettings,
     SparkSettings,
     WarehouseSettings,
+    max_threads,
 )
 from pipelines.settings_rules import (
     NUMBER_RANGES,
     PROVIDERS,
-    NumberRange,
     carbon_provider_choices,
     file_problem,
-    max_threads,
 )
 from pipelines.settings_validation import (
     _NESTED,

@@ -1,7 +1,9 @@
-"""The settings dataclasses: every key of kubeledger.yaml with its default. Frozen: a run never changes them.
+"""The settings dataclasses: every key of kubeledger.yaml with its default, and every numeric key's range beside it
+(`ranged`). Frozen: a run never changes them.
 
-Reading and validating the file is settings_validation.py's job, the allowed values settings_rules.py's; import
-all of them through `pipelines.settings`.
+Reading and validating the file is settings_validation.py's job, the allowed values settings_rules.py's (the ranges
+read from here); import all of them through `pipelines.settings`. dbt_project.yml's vars are generated from these
+defaults (`python -m pipelines.dagster_defs.dbt_project_vars`). Adding a setting: docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -9,13 +11,51 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pipelines.redaction import remember
 
 
 class SettingsError(ValueError):
     """A configuration problem; the message names the file, the key and the fix."""
+
+
+class NumberRange(NamedTuple):
+    """The allowed values of one numeric key: [lo, hi] (lo excluded when `lo_open`), whole numbers if `integer`."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    lo_open: bool = False
+    what: str = ""
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        lo, hi = _fmt(self.lo), _fmt(self.hi)
+        span = f"above {lo} up to {hi}" if self.lo_open else f"in {lo}..{hi}"
+        return f"{kind} {span}" + (f" ({self.what})" if self.what else "")
+
+    def contains(self, value: float) -> bool:
+        return (self.lo < value if self.lo_open else self.lo <= value) and value <= self.hi
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+RANGE = "kubeledger.range"  # the metadata key of a numeric field's NumberRange
+
+
+def ranged(default: Any, lo: float, hi: float, what: str, *, lo_open: bool = False) -> Any:
+    """A numeric key: its default, the values it allows ([lo, hi], lo excluded when `lo_open`) and what it counts,
+    which the error message shows ("use a number in 1..10 (<what>)"). Every int and float key is declared so;
+    settings_rules.NUMBER_RANGES reads them all (whole numbers for an `int` field)."""
+    return field(default=default, metadata={RANGE: NumberRange(lo, hi, lo_open=lo_open, what=what)})
+
+
+def max_threads() -> int:
+    """DuckDB threads allowed on this machine: 4 per CPU (at least 4)."""
+    return max(4, (os.cpu_count() or 1) * 4)
 
 
 @dataclass(frozen=True)
@@ -31,12 +71,12 @@ class PrometheusSettings:
     ca_file: str | None = None
     verify_tls: bool = True
     headers: dict[str, str] = field(default_factory=dict)
-    timeout_s: float = 120.0
-    retries: int = 4
+    timeout_s: float = ranged(120.0, 0, 3600, "seconds", lo_open=True)
+    retries: int = ranged(4, 0, 20, "retries per request")
     cluster_label: str | None = None  # e.g. "cluster" on multi-cluster stores
     cluster_label_value: str | None = None
-    scrape_interval_s: float = 60.0
-    max_concurrency: int = 4
+    scrape_interval_s: float = ranged(60.0, 1, 3600, "seconds")
+    max_concurrency: int = ranged(4, 1, 64, "parallel queries")
 
     def bearer_token(self) -> str | None:
         # every secret read is remembered, so messages that echo it are redacted (pipelines/redaction.py)
@@ -65,19 +105,19 @@ class KubernetesSettings:
     kubeconfig: str | None = None
     host: str | None = None  # explicit API URL (tests, proxies)
     verify_tls: bool = True
-    page_size: int = 500
-    timeout_s: float = 120.0  # read timeout of one list call
+    page_size: int = ranged(500, 1, 10_000, "objects per list call")
+    timeout_s: float = ranged(120.0, 0, 3600, "seconds", lo_open=True)  # read timeout of one list call
     # hours older than this are not snapshotted (the API only knows "now"); raise it to let a run of yesterday
     # take the current snapshot for its late hours
-    snapshot_reach_hours: float = 2.0
+    snapshot_reach_hours: float = ranged(2.0, 0, 72, "hours")
 
 
 @dataclass(frozen=True)
 class DemoSettings:
-    nodes: int = 12
-    pods_per_node: int = 8
-    containers_per_pod: int = 0  # 0 = the generator's realistic mix (1-2)
-    seed: int = 42
+    nodes: int = ranged(12, 1, 1000, "demo nodes")
+    pods_per_node: int = ranged(8, 1, 500, "demo pods per node")
+    containers_per_pod: int = ranged(0, 0, 20, "0 = a realistic mix of 1-2")  # the generator's mix
+    seed: int = ranged(42, 0, 2**32 - 1, "random seed")
     scenario: str = "default"  # default | recommendations (adds the recommendation showcase workloads; docs/METHOD.md)
 
 
@@ -88,7 +128,7 @@ class ClusterSettings:
     provider: str | None = None  # default provider when providerID is missing
     region: str | None = None
     carbon_zone: str | None = None  # per-cluster override (on-prem)
-    pue: float | None = None
+    pue: float | None = ranged(None, 1.0, 3.0, "power usage effectiveness")
     # the cluster's cloud billing account, for FOCUS out when no bill line names it (issue 28)
     billing_account_id: str | None = None
     billing_account_name: str | None = None
@@ -103,8 +143,9 @@ class CarbonSettings:
     base_url: str | None = None
     token_env: str = "ELECTRICITYMAPS_TOKEN"
     emission_factor_type: str = "lifecycle"
-    timeout_s: float = 30.0
-    time_budget_s: float = 120.0  # a failing provider holds a run at most this long (pipelines/sources/faults.py)
+    timeout_s: float = ranged(30.0, 0, 3600, "seconds", lo_open=True)
+    # a failing provider holds a run at most this long (pipelines/sources/faults.py)
+    time_budget_s: float = ranged(120.0, 1, 3600, "seconds")
     verify_tls: bool = True
 
     def token(self) -> str | None:
@@ -114,8 +155,8 @@ class CarbonSettings:
 @dataclass(frozen=True)
 class BoaviztaSettings:
     url: str | None = None  # None = the bundled Boavizta 2.5.0 table
-    timeout_s: float = 30.0
-    time_budget_s: float = 120.0  # a failing Boavizta API holds a run at most this long
+    timeout_s: float = ranged(30.0, 0, 3600, "seconds", lo_open=True)
+    time_budget_s: float = ranged(120.0, 1, 3600, "seconds")  # a failing Boavizta API holds a run at most this long
     verify_tls: bool = True
 
 
@@ -125,9 +166,9 @@ class PricingSettings:
     custom_convention: str = "hourly"  # hourly | monthly (OpenCost ConfigMap, divided by 730)
     instance_sheet: str | None = None  # provider,region,instance_type,hourly_usd[,spot_hourly_usd]
     node_csv: str | None = None  # Kubecost CSV pricing schema
-    cpu_discount_pct: float = 0.0
-    ram_discount_pct: float = 0.0
-    cluster_management_fee_per_hour: float = 0.0
+    cpu_discount_pct: float = ranged(0.0, 0, 100, "a percentage")
+    ram_discount_pct: float = ranged(0.0, 0, 100, "a percentage")
+    cluster_management_fee_per_hour: float = ranged(0.0, 0, 1e6, "USD per cluster-hour")
 
 
 @dataclass(frozen=True)
@@ -137,14 +178,15 @@ class BillingSettings:
 
     focus_path: str | None = None  # a folder (its *.csv, *.csv.gz, *.parquet files), one file or a glob
     cur2_path: str | None = None  # AWS Data Exports CUR 2.0 (Parquet, or CSV/CSV.gz): a folder, one file or a glob
-    reread_days: int = 7  # each daily run re-reads this many days of charge periods before its own (late bills)
+    # each daily run re-reads this many days of charge periods before its own (late bills)
+    reread_days: int = ranged(7, 0, 92, "days of bill re-read before each daily run's own")
 
 
 @dataclass(frozen=True)
 class SharingSettings:
     shared_namespaces: tuple[str, ...] = ()
     shared_labels: tuple[str, ...] = ()  # "key:value"
-    monthly_overhead_usd: float = 0.0
+    monthly_overhead_usd: float = ranged(0.0, 0, 1e9, "USD per month")
     split: str = "weighted"  # weighted | even (shared costs)
     share_idle: bool = False
     idle_split: str = "weighted"  # weighted | even
@@ -158,48 +200,57 @@ class EnergySettings:
     gpu: bool = False
     storage: bool = False
     carbon_zone_label: str = "kubeledger.io/carbon-zone"
-    default_intensity_g_per_kwh: float = 500.0
+    default_intensity_g_per_kwh: float = ranged(500.0, 0, 3000, "g CO2e per kWh")
     # PUE of a node with no cluster `pue` and no provider value (on-prem; METHOD B5): not a kubeledger.yaml key,
-    # but the default's one home like the others (dbt var `default_pue`, tests/unit/test_dbt_defaults.py)
+    # but the default's one home like the others (dbt var `default_pue`, generated into dbt_project.yml)
     default_pue: ClassVar[float] = 1.3
 
 
 @dataclass(frozen=True)
 class RecommendationSettings:
     """Parameters of the recommendation models (dbt var `recommendations`, every key; documented in docs/METHOD.md
-    Part C). The defaults live here only: dbt_project.yml's vars equal them (tests/unit/test_dbt_defaults.py)."""
+    Part C), read in SQL with `rec_param('<name>')`. The defaults live here only: dbt_project.yml's vars are
+    generated from them (`python -m pipelines.dagster_defs.dbt_project_vars`; tests/unit/test_dbt_defaults.py)."""
 
-    window_days: int = 7
-    history_days: int = 42  # days of hourly history kept for the look-backs (pruned after each build)
-    max_days_per_build: int = 7  # a long backfill computes recommendations for its newest days only
-    cpu_quantile: float = 0.95  # of hourly CPU peaks
-    memory_quantile: float = 1.0  # of hourly memory peaks (1.0 = the maximum)
-    cpu_headroom: float = 1.2
-    memory_headroom: float = 1.3
-    min_cpu_cores: float = 0.01
-    min_memory_mib: float = 32.0
-    min_change_ratio: float = 0.2  # a request is recommended when it would move by more than this share
-    abandoned_max_cpu_cores: float = 0.01  # average cores per replica
-    abandoned_max_network_bytes_per_s: float = 500.0
-    node_headroom: float = 1.2  # over the p95 of requested CPU and memory per node pool
-    min_saving_co2e_g_per_month: float = 10.0  # carbon-shift recommendations below this are left out
-    off_peak_headroom: float = 1.2  # the replicas kept must hold the hour's summed usage peaks x this
-    off_peak_min_hours: int = 4  # shortest daily block of quiet hours worth a scheduled scale-down
-    hpa_min_burst_ratio: float = 2.0  # p95 / p50 of a Deployment's hourly CPU usage that makes it an HPA candidate
-    hpa_target_utilization: float = 0.7  # the proposed HPA's CPU target (share of the request)
-    volume_headroom: float = 1.3  # PV rightsizing: the size kept holds the window's peak used bytes x this
+    window_days: int = ranged(7, 1, 35, "days of hourly history")  # the look-back of every recommendation
+    # pruned after each build
+    history_days: int = ranged(42, 1, 3650, "days of hourly history kept")
+    # a long backfill computes recommendations for its newest days only
+    max_days_per_build: int = ranged(7, 1, 3650, "newest days of a build")
+    cpu_quantile: float = ranged(0.95, 0, 1, "quantile of hourly CPU peaks", lo_open=True)
+    memory_quantile: float = ranged(1.0, 0, 1, "quantile of hourly memory peaks", lo_open=True)  # 1.0 = the maximum
+    cpu_headroom: float = ranged(1.2, 1, 10, "factor over the CPU quantile")
+    memory_headroom: float = ranged(1.3, 1, 10, "factor over the memory quantile")
+    min_cpu_cores: float = ranged(0.01, 0, 1000, "cores")
+    min_memory_mib: float = ranged(32.0, 0, 1e7, "MiB")
+    # a request is recommended when it would move by more than this share
+    min_change_ratio: float = ranged(0.2, 0, 10, "share of the current request")
+    abandoned_max_cpu_cores: float = ranged(0.01, 0, 1000, "average cores per replica")
+    abandoned_max_network_bytes_per_s: float = ranged(500.0, 0, 1e12, "bytes per second per replica")
+    node_headroom: float = ranged(1.2, 1, 10, "factor over the p95 of requests")  # CPU and memory per node pool
+    # carbon-shift recommendations below this are left out
+    min_saving_co2e_g_per_month: float = ranged(10.0, 0, 1e12, "g CO2e per month")
+    # the replicas kept must hold the hour's summed usage peaks x this
+    off_peak_headroom: float = ranged(1.2, 1, 10, "factor over the quiet hours' usage peaks")
+    # shortest daily block of quiet hours worth a scheduled scale-down
+    off_peak_min_hours: int = ranged(4, 1, 23, "hours of the day")
+    # a Deployment whose p95 / p50 of hourly CPU usage reaches this is an HPA candidate
+    hpa_min_burst_ratio: float = ranged(2.0, 1, 1000, "p95 / p50 of hourly CPU usage")
+    hpa_target_utilization: float = ranged(0.7, 0, 1, "share of the CPU request", lo_open=True)  # the HPA's target
+    # PV rightsizing: the size kept holds the window's peak used bytes x this
+    volume_headroom: float = ranged(1.3, 1, 10, "factor over the peak used bytes of a volume")
 
 
 @dataclass(frozen=True)
 class QualitySettings:
-    min_hour_coverage: float = 0.9
-    max_estimated_share: float = 0.5
+    min_hour_coverage: float = ranged(0.9, 0, 1, "a share of the day's hours", lo_open=True)
+    max_estimated_share: float = ranged(0.5, 0, 1, "a share of CO2e")
 
 
 @dataclass(frozen=True)
 class ScheduleSettings:
     daily_cron: str = "30 1 * * *"  # UTC; leaves late samples time to land
-    late_days: int = 2
+    late_days: int = ranged(2, 0, 31, "days re-materialised after yesterday")
     # first daily partition (YYYY-MM-DD, UTC); unset: the earliest raw hour, else 35 days before the first run
     start_date: str | None = None
 
@@ -209,11 +260,14 @@ class WarehouseSettings:
     path: str = "warehouse/kubeledger.duckdb"
     serving_path: str = "warehouse/serving.duckdb"
     parquet_path: str = "warehouse/parquet"
-    raw_retention_days: int = 35
-    keep_run_folders: int = 3  # dbt target/log folders kept per dbt asset under <warehouse folder>/state/dbt/runs
-    keep_reports: int = 30  # HTML reports kept per kind (daily, weekly) under <warehouse folder>/reports
+    raw_retention_days: int = ranged(35, 1, 3650, "days")
+    # dbt target/log folders kept per dbt asset under <warehouse folder>/state/dbt/runs
+    keep_run_folders: int = ranged(3, 0, 100, "dbt run folders kept per dbt asset")
+    # HTML reports kept per kind (daily, weekly) under <warehouse folder>/reports
+    keep_reports: int = ranged(30, 1, 3650, "HTML reports kept per kind")
     memory_limit: str = "4GB"
-    threads: int = 2
+    threads: int = ranged(2, 1, max_threads(), f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
+                                               f"{os.cpu_count() or 1} CPUs")
 
 
 @dataclass(frozen=True)
@@ -244,7 +298,8 @@ class LakeSettings:
     """The Parquet lake the spark engine reads (raw landing) and writes (marts)."""
 
     root: str | None = None  # a folder, or s3a://, gs://, abfss://, hdfs:// URI; unset: <warehouse folder>/lake
-    keep_raw_days: int = 35  # raw partitions older than this many days are removed from the lake; marts are kept
+    # raw partitions older than this many days are removed from the lake; marts are kept
+    keep_raw_days: int = ranged(35, 1, 3650, "days of raw partitions kept in the lake")
     spark: SparkSettings = field(default_factory=SparkSettings)
 
 

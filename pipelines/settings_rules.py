@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import fields, is_dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
 from pipelines.registry import CARBON_PROVIDERS, METRICS_SOURCES
-from pipelines.settings_models import ENGINES, ScheduleSettings
+from pipelines.settings_models import ENGINES, RANGE, NumberRange, ScheduleSettings, Settings
 
 # cluster names become partition paths (cluster=<name>/), Dagster tags and dbt vars: DNS-label-like, lowercase so
 # two names never collide on a case-insensitive file system
@@ -78,88 +79,24 @@ def choices(key: str) -> tuple[str, ...] | None:
 
 # --- numbers -----------------------------------------------------------------------------------------------
 
-class NumberRange(NamedTuple):
-    """The allowed values of one numeric key: [lo, hi] (lo excluded when `lo_open`), whole numbers if `integer`."""
-
-    lo: float
-    hi: float
-    integer: bool = False
-    lo_open: bool = False
-    what: str = ""
-
-    def describe(self) -> str:
-        kind = "a whole number" if self.integer else "a number"
-        lo, hi = _fmt(self.lo), _fmt(self.hi)
-        span = f"above {lo} up to {hi}" if self.lo_open else f"in {lo}..{hi}"
-        return f"{kind} {span}" + (f" ({self.what})" if self.what else "")
-
-    def contains(self, value: float) -> bool:
-        return (self.lo < value if self.lo_open else self.lo <= value) and value <= self.hi
+def _number_ranges(cls: type, prefix: str = "") -> dict[str, NumberRange]:
+    """The NumberRange of every numeric key under the dataclass `cls`, keyed like the error messages' keys with
+    `clusters[]` for any cluster index: each declared beside its default (settings_models `ranged`), whole numbers
+    for an `int` field. A numeric field declared without one has no entry (a unit test walks the dataclasses)."""
+    hints = get_type_hints(cls)
+    out: dict[str, NumberRange] = {}
+    for f in fields(cls):
+        kind, key = hints[f.name], prefix + f.name
+        if is_dataclass(kind):
+            out.update(_number_ranges(kind, key + "."))
+        elif get_origin(kind) is tuple and is_dataclass(get_args(kind)[0]):
+            out.update(_number_ranges(get_args(kind)[0], key + "[]."))
+        elif RANGE in f.metadata:
+            out[key] = f.metadata[RANGE]._replace(integer=int in (kind, *get_args(kind)))
+    return out
 
 
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def max_threads() -> int:
-    """DuckDB threads allowed on this machine: 4 per CPU (at least 4)."""
-    return max(4, (os.cpu_count() or 1) * 4)
-
-
-# Every int and float key of the settings has an entry here (a unit test walks the dataclasses to make sure).
-NUMBER_RANGES: dict[str, NumberRange] = {
-    "clusters[].pue": NumberRange(1.0, 3.0, what="power usage effectiveness"),
-    "clusters[].demo.nodes": NumberRange(1, 1000, integer=True, what="demo nodes"),
-    "clusters[].demo.pods_per_node": NumberRange(1, 500, integer=True, what="demo pods per node"),
-    "clusters[].demo.containers_per_pod": NumberRange(0, 20, integer=True, what="0 = a realistic mix of 1-2"),
-    "clusters[].demo.seed": NumberRange(0, 2**32 - 1, integer=True, what="random seed"),
-    "clusters[].prometheus.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
-    "clusters[].prometheus.retries": NumberRange(0, 20, integer=True, what="retries per request"),
-    "clusters[].prometheus.scrape_interval_s": NumberRange(1, 3600, what="seconds"),
-    "clusters[].prometheus.max_concurrency": NumberRange(1, 64, integer=True, what="parallel queries"),
-    "clusters[].kubernetes.page_size": NumberRange(1, 10_000, integer=True, what="objects per list call"),
-    "clusters[].kubernetes.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
-    "clusters[].kubernetes.snapshot_reach_hours": NumberRange(0, 72, what="hours"),
-    "carbon.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
-    "boavizta.timeout_s": NumberRange(0, 3600, lo_open=True, what="seconds"),
-    "carbon.time_budget_s": NumberRange(1, 3600, what="seconds"),
-    "boavizta.time_budget_s": NumberRange(1, 3600, what="seconds"),
-    "pricing.cpu_discount_pct": NumberRange(0, 100, what="a percentage"),
-    "pricing.ram_discount_pct": NumberRange(0, 100, what="a percentage"),
-    "pricing.cluster_management_fee_per_hour": NumberRange(0, 1e6, what="USD per cluster-hour"),
-    "sharing.monthly_overhead_usd": NumberRange(0, 1e9, what="USD per month"),
-    "energy.default_intensity_g_per_kwh": NumberRange(0, 3000, what="g CO2e per kWh"),
-    "recommendations.window_days": NumberRange(1, 35, integer=True, what="days of hourly history"),
-    "recommendations.history_days": NumberRange(1, 3650, integer=True, what="days of hourly history kept"),
-    "recommendations.max_days_per_build": NumberRange(1, 3650, integer=True, what="newest days of a build"),
-    "recommendations.cpu_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly CPU peaks"),
-    "recommendations.memory_quantile": NumberRange(0, 1, lo_open=True, what="quantile of hourly memory peaks"),
-    "recommendations.cpu_headroom": NumberRange(1, 10, what="factor over the CPU quantile"),
-    "recommendations.memory_headroom": NumberRange(1, 10, what="factor over the memory quantile"),
-    "recommendations.min_cpu_cores": NumberRange(0, 1000, what="cores"),
-    "recommendations.min_memory_mib": NumberRange(0, 1e7, what="MiB"),
-    "recommendations.min_change_ratio": NumberRange(0, 10, what="share of the current request"),
-    "recommendations.abandoned_max_cpu_cores": NumberRange(0, 1000, what="average cores per replica"),
-    "recommendations.abandoned_max_network_bytes_per_s": NumberRange(0, 1e12, what="bytes per second per replica"),
-    "recommendations.node_headroom": NumberRange(1, 10, what="factor over the p95 of requests"),
-    "recommendations.min_saving_co2e_g_per_month": NumberRange(0, 1e12, what="g CO2e per month"),
-    "recommendations.off_peak_headroom": NumberRange(1, 10, what="factor over the quiet hours' usage peaks"),
-    "recommendations.off_peak_min_hours": NumberRange(1, 23, integer=True, what="hours of the day"),
-    "recommendations.hpa_min_burst_ratio": NumberRange(1, 1000, what="p95 / p50 of hourly CPU usage"),
-    "recommendations.hpa_target_utilization": NumberRange(0, 1, lo_open=True, what="share of the CPU request"),
-    "recommendations.volume_headroom": NumberRange(1, 10, what="factor over the peak used bytes of a volume"),
-    "quality.min_hour_coverage": NumberRange(0, 1, lo_open=True, what="a share of the day's hours"),
-    "quality.max_estimated_share": NumberRange(0, 1, what="a share of CO2e"),
-    "schedule.late_days": NumberRange(0, 31, integer=True, what="days re-materialised after yesterday"),
-    "billing.reread_days": NumberRange(0, 92, integer=True, what="days of bill re-read before each daily run's own"),
-    "warehouse.raw_retention_days": NumberRange(1, 3650, integer=True, what="days"),
-    "warehouse.keep_run_folders": NumberRange(0, 100, integer=True, what="dbt run folders kept per dbt asset"),
-    "warehouse.keep_reports": NumberRange(1, 3650, integer=True, what="HTML reports kept per kind"),
-    "lake.keep_raw_days": NumberRange(1, 3650, integer=True, what="days of raw partitions kept in the lake"),
-    "warehouse.threads": NumberRange(1, max_threads(), integer=True,
-                                     what=f"DuckDB threads: up to 4 per CPU, at least 4; this machine has "
-                                          f"{os.cpu_count() or 1} CPUs"),
-}
+NUMBER_RANGES: dict[str, NumberRange] = _number_ranges(Settings)
 
 
 # --- text with a format of its own -------------------------------------------------------------------------

@@ -1,16 +1,25 @@
 {# Parameters and shared pieces of the recommendation models (models/intermediate/recommendations). #}
 
 {# One parameter of the dbt var `recommendations`, as the var holds it: the one read of that var. Its defaults live
-   in pipelines/settings_models.py RecommendationSettings only (dbt_project.yml's var equals them,
-   tests/unit/test_dbt_defaults.py; kubeledger.yaml `recommendations:` overrides); a var given without a key fails
-   naming it (an override lists every key: dbt replaces a dict var whole). #}
+   in pipelines/settings_models.py RecommendationSettings only (dbt_project.yml's vars are generated from them:
+   python -m pipelines.dagster_defs.dbt_project_vars; kubeledger.yaml `recommendations:` overrides); a var given
+   without a key fails naming it. The dbt-only var `recommendations_overrides` replaces some keys (a dbt unit test
+   gives only the keys it changes: dbt replaces a dict var whole); a key it names must be one of the var's. #}
 {% macro rec_setting(name) -%}
     {%- set given = var('recommendations') -%}
+    {%- set overrides = var('recommendations_overrides') -%}
     {%- if given is not mapping or name not in given -%}
         {{ exceptions.raise_compiler_error("dbt var `recommendations` has no key `" ~ name ~ "`: give every key of "
                                            ~ "RecommendationSettings (pipelines/settings_models.py)") }}
     {%- endif -%}
-    {{ return(given[name]) }}
+    {%- if overrides is not mapping -%}
+        {{ exceptions.raise_compiler_error("dbt var `recommendations_overrides` is not a mapping of keys to values") }}
+    {%- endif -%}
+    {%- for key in overrides if key not in given -%}
+        {{ exceptions.raise_compiler_error("dbt var `recommendations_overrides` names `" ~ key ~ "`, not a key of "
+                                           ~ "RecommendationSettings (pipelines/settings_models.py)") }}
+    {%- endfor -%}
+    {{ return(overrides[name] if name in overrides else given[name]) }}
 {%- endmacro %}
 
 {# A parameter as a SQL double. #}

@@ -39,9 +39,9 @@ def parse_args(project_dir: str, target_dir: str) -> list[str]:
 def dbt_vars(settings: Settings, start: datetime | None, end: datetime | None,
              cluster: str | None = None) -> dict[str, Any]:
     """The dbt vars for a build of [start, end) (naive UTC): the window, the one cluster selected (None = all) and
-    the configured policy. Every var of dbt_project.yml, by the same name; that file's values (what a dbt call
-    without vars uses, e.g. the dbt unit tests) equal these for the default settings
-    (tests/unit/test_dbt_defaults.py)."""
+    the configured policy. Every var of dbt_project.yml, by the same name, but the dbt-only ones
+    (dbt_project_vars.DBT_ONLY_VARS); that file's values (what a dbt call without vars uses, e.g. the dbt unit
+    tests) are generated from these for the default settings (dbt_project_vars.py)."""
     return {
         "min_ts": start.strftime("%Y-%m-%d %H:%M:%S") if start else None,
         "max_ts": end.strftime("%Y-%m-%d %H:%M:%S") if end else None,

@@ -463,7 +463,9 @@ def test_every_numeric_key_has_a_documented_range():
                 yield key
 
     numeric = set(walk(mod.Settings, ""))
-    assert numeric == set(mod.NUMBER_RANGES)
+    assert numeric == set(mod.NUMBER_RANGES), (
+        f"declare each numeric key with its range, `ranged(default, lo, hi, what)` (pipelines/settings_models.py): "
+        f"{sorted(numeric ^ set(mod.NUMBER_RANGES))}")
     for key, spec in mod.NUMBER_RANGES.items():
         assert spec.lo < spec.hi, key
         assert all(math.isfinite(x) for x in (spec.lo, spec.hi)), key
