@@ -422,17 +422,32 @@ def test_the_focus_export_keeps_the_specifications_column_rules(reconciled: Reco
     """Both exports against FOCUS 1.2's rules (tests/fixtures/focus_spec_rules.py, from the specification's text):
     mandatory columns, types, nullability, allowed values, Key-Value Tags, x_ custom columns after the FOCUS ones;
     the CSV also against the Date/Time and Numeric text formats. The day with the bill names the billing account on
-    every row; without a bill BillingAccountId is NULL exactly where x_BillingAccountSource says unknown."""
+    the rows of every billed node and of the unbilled AWS node, and on no row it cannot attribute; without a bill
+    BillingAccountId is NULL exactly where x_BillingAccountSource says unknown."""
     types, rows = _read_back(focus_exports["after"])
-    assert rows and check_dataset(types, rows) == []
-    assert {r["x_BillingAccountSource"] for r in rows} == {"node_bill", "cluster_bill"}
-    assert {(r["BillingAccountId"], r["SubAccountId"]) for r in rows} == {("payer-1", ACCOUNT)}
+    # BillingAccountId is mandatory in FOCUS; ours is NULL only where no bill or setting names the account
+    unknown = {"BillingAccountId": lambda r: r["x_BillingAccountSource"] == "unknown"}
+    assert rows and check_dataset(types, rows, nullable_where=unknown) == []
+    # a node's own bill line names its rows' account (node_bill); the unbilled AWS node's rows take the one account
+    # billing the cluster's other AWS nodes (cluster_bill); the on-premises node's rows and the nodeless rows of this
+    # cluster of four providers name none (unknown): no bill line is theirs and no provider's account can be
+    providers = {r["asset_name"]: r["provider"] for r in _rows(
+        reconciled.after, "select asset_name, provider from marts.fct_asset_daily where usage_date = ? "
+        "and asset_kind = 'node'", D1)}
+    source = {"node_bill": [], "cluster_bill": [], "unknown": []}
+    for r in rows:
+        source[r["x_BillingAccountSource"]].append(r)
+    assert {r["x_NodeName"] for r in source["node_bill"]} == set(reconciled.billed) & set(providers)
+    assert {r["x_NodeName"] for r in source["cluster_bill"]} == {reconciled.unbilled_node}
+    assert {providers.get(r["x_NodeName"]) for r in source["unknown"]} == {"onprem", None}
+    assert {(r["BillingAccountId"], r["SubAccountId"]) for r in source["node_bill"] + source["cluster_bill"]} == {
+        ("payer-1", ACCOUNT)}
+    assert {r["BillingAccountId"] for r in source["unknown"]} == {None}
     assert {(r["ChargeCategory"], r["ServiceName"], r["BillingCurrency"]) for r in rows} == {
         ("Usage", "Kubernetes", "USD")}
     assert [c for c in types if c.startswith("x_")] and all(c.startswith("x_") or c[0].isupper() for c in types)
     text_types, text_rows = _read_back(focus_exports["before"], text=True)
     assert list(text_types) == list(types)
-    unknown = {"BillingAccountId": lambda r: r["x_BillingAccountSource"] == "unknown"}
     assert check_dataset(text_types, text_rows, text=True, nullable_where=unknown) == []
     assert {r["x_BillingAccountSource"] for r in text_rows} == {"unknown"}
     tags = json.loads(next(r["Tags"] for r in rows if r["x_AllocationKind"] == "workload"))

@@ -44,8 +44,8 @@ node_accounts as (
 ),
 
 -- the account shared by the cluster's billed resources that day, per node provider (an AWS bill's account never
--- names a GCP node's row) and, for rows without a node or a cluster of one provider, over all its bill lines;
--- none when they are billed to several accounts
+-- names a GCP node's row) and, in a cluster of one provider, over all its bill lines (volumes and load balancers
+-- too); none when they are billed to several accounts
 shared_lines as (
     select node_accounts.*, nodes.provider as scope
     from node_accounts
@@ -76,7 +76,8 @@ cluster_providers as (
     group by usage_date, cluster
 ),
 
--- the cluster-level account of each allocation: its node provider's, else (no node, or one provider) the cluster's
+-- the cluster-level account of each allocation: its node provider's, else (a cluster of one provider: a row
+-- without a node too) the cluster's
 allocation_accounts as (
     select
         allocations.usage_date, allocations.cluster, allocations.node,
@@ -102,7 +103,7 @@ allocation_accounts as (
             and by_provider.scope = nodes.provider
     left join cluster_accounts as whole
         on whole.usage_date = allocations.usage_date and whole.cluster = allocations.cluster
-            and whole.scope = '*' and (allocations.node is null or cluster_providers.providers = 1)
+            and whole.scope = '*' and cluster_providers.providers = 1
 ),
 
 -- the cluster's billing account from kubeledger.yaml (clusters[].billing_account_id), when no bill names one
