@@ -17,6 +17,7 @@ import duckdb
 import pytest
 
 from tests.fixtures.pipeline_workdir import D1, list_priced_workdir, published_workdir
+from tests.fixtures.warehouse_rows import warehouse_rows
 
 pytestmark = pytest.mark.integration
 
@@ -31,14 +32,6 @@ class Demo:
     lines: list[dict[str, Any]]  # its rows, read back with DuckDB
 
 
-def _rows(path: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        cur = con.execute(sql, list(params))
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")
@@ -65,25 +58,25 @@ def _usage(demo: Demo) -> dict[str, dict[str, Any]]:
 
 
 def test_the_generated_bill_is_landed_by_the_focus_loader_and_labelled_demo(demo: Demo) -> None:
-    raw = _rows(demo.billed, "select * from raw.focus_charges where charge_date = ?", D1)
+    raw = warehouse_rows(demo.billed, "select * from raw.focus_charges where charge_date = ?", D1)
     assert len(raw) == len(demo.lines) > 0
     assert {Path(r["source_file"]).name for r in raw} == {demo.bill.name}  # the template's path, copied here
     assert {(r["billing_account_name"], r["provider_name"]) for r in raw} == {("kubeledger demo", "AWS")}
     assert {r["sub_account_name"] for r in raw} == {"kubeledger demo (demo)"}
     assert sum(r["billed_cost"] for r in raw) == pytest.approx(sum(r["BilledCost"] for r in demo.lines), **TOL)
-    (health,) = _rows(demo.billed, "select status from raw.source_health where source = 'billing' and scope = ?",
+    (health,) = warehouse_rows(demo.billed, "select status from raw.source_health where source = 'billing' and scope = ?",
                       D1.isoformat())
     assert health["status"] == "ok"
     # the list-priced reference: a configured bill without lines replaced the demo's, nothing is reconciled
-    assert _rows(demo.listed, "select count(*) as n from raw.focus_charges")[0]["n"] == 0
-    statuses = {r["s"] for r in _rows(demo.listed, "select distinct reconciliation_status as s "
+    assert warehouse_rows(demo.listed, "select count(*) as n from raw.focus_charges")[0]["n"] == 0
+    statuses = {r["s"] for r in warehouse_rows(demo.listed, "select distinct reconciliation_status as s "
                                                    "from marts.fct_asset_daily where usage_date = ?", D1)}
     assert statuses <= {"no_bill", "no_resource_id"}
 
 
 def test_each_billed_node_costs_what_the_bill_says_and_the_plan_covers_part_of_them(demo: Demo) -> None:
     usage = _usage(demo)
-    nodes = {r["resource_key"]: r for r in _rows(
+    nodes = {r["resource_key"]: r for r in warehouse_rows(
         demo.billed, "select * from marts.fct_asset_daily where usage_date = ? and asset_kind = 'node'", D1)}
     covered = {k for k, r in usage.items() if r["CommitmentDiscountStatus"] == "Used"}
     for key, line in usage.items():
@@ -115,9 +108,9 @@ def test_each_billed_node_costs_what_the_bill_says_and_the_plan_covers_part_of_t
 
 
 def test_allocation_adjustments_and_idle_add_up_to_each_node_adjustment(demo: Demo) -> None:
-    nodes = {r["asset_name"]: r for r in _rows(
+    nodes = {r["asset_name"]: r for r in warehouse_rows(
         demo.billed, "select * from marts.fct_asset_daily where usage_date = ? and asset_kind = 'node'", D1)}
-    per_node = _rows(demo.billed, """
+    per_node = warehouse_rows(demo.billed, """
         select node, sum(cpu_cost_adjustment) as cpu, sum(ram_cost_adjustment) as ram,
                sum(gpu_cost_adjustment) as gpu,
                sum(cpu_cost_adjustment + ram_cost_adjustment + gpu_cost_adjustment)
@@ -140,7 +133,7 @@ def test_energy_carbon_and_list_costs_are_the_list_priced_days(demo: Demo) -> No
     """The bill changes dollars, not joules: against the list-priced reference, every node's and allocation's
     energy, CO2e and list cost are the same, and only the reconciliation columns moved."""
     sql = "select * from marts.fct_node_energy_daily where usage_date = ? order by node"
-    before, after = _rows(demo.listed, sql, D1), _rows(demo.billed, sql, D1)
+    before, after = warehouse_rows(demo.listed, sql, D1), warehouse_rows(demo.billed, sql, D1)
     assert len(before) == len(after) > 0
     for b, a in zip(before, after, strict=True):
         assert a.keys() == b.keys()
@@ -150,7 +143,7 @@ def test_energy_carbon_and_list_costs_are_the_list_priced_days(demo: Demo) -> No
              "sum(total_cost) as list, sum(cpu_cost) as cpu, sum(ram_cost) as ram, sum(gpu_cost) as gpu, "
              "sum(cpu_cost_adjustment + ram_cost_adjustment + gpu_cost_adjustment) as adj "
              "from marts.fct_allocation_daily where usage_date = ? group by all order by all")
-    before, after = _rows(demo.listed, alloc, D1), _rows(demo.billed, alloc, D1)
+    before, after = warehouse_rows(demo.listed, alloc, D1), warehouse_rows(demo.billed, alloc, D1)
     assert len(before) == len(after) > 0
     for b, a in zip(before, after, strict=True):
         assert (a["allocation_name"], a["pod_uid"]) == (b["allocation_name"], b["pod_uid"])
@@ -172,7 +165,7 @@ def _report_numbers(html: str) -> dict[str, float]:
 
 def test_the_report_sets_the_demo_bill_against_list_prices(demo: Demo) -> None:
     got = _report_numbers((demo.billed.parent / "reports" / "daily" / f"{D1}.html").read_text())
-    (mart,) = _rows(demo.billed, "select sum(total_cost) as list, sum(billed_cost) as billed, count(*) as n "
+    (mart,) = warehouse_rows(demo.billed, "select sum(total_cost) as list, sum(billed_cost) as billed, count(*) as n "
                     "from marts.fct_asset_daily where usage_date = ? and reconciliation_status = 'reconciled'", D1)
     usage = _usage(demo)
     assert got["bill_reconciled_asset_days"] == mart["n"] == len(usage)

@@ -31,6 +31,7 @@ from tests.fixtures.api_client import get_json, serve_api
 from tests.fixtures.cur2 import effective_cost, write_cur2
 from tests.fixtures.focus_spec_rules import check_dataset
 from tests.fixtures.pipeline_workdir import D1, list_priced_workdir, published_workdir, run_cli
+from tests.fixtures.warehouse_rows import warehouse_rows
 
 pytestmark = pytest.mark.integration
 
@@ -56,14 +57,6 @@ class Reconciled:
     base: str  # the API over the rebuilt day's serving copy
 
 
-def _rows(path: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        cur = con.execute(sql, list(params))
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
 
 
 def _bill_id(provider_id: str, first_aws: bool) -> str:
@@ -107,7 +100,7 @@ def _load_balancer_line(before: Path) -> tuple[str, str, float]:
     """(asset name, the bill's line, effective cost) of the demo's one load balancer with an AWS ELB hostname: the
     bill names it by its classic-ELB ARN, arn:...:loadbalancer/<name>, the name being the hostname's first label
     without its last '-' part (<name>-<dns id>.<region>.elb.amazonaws.com)."""
-    (lb,) = _rows(before, "select distinct s.namespace || '/' || s.service as asset_name, s.ingress, "
+    (lb,) = warehouse_rows(before, "select distinct s.namespace || '/' || s.service as asset_name, s.ingress, "
                   "a.load_balancer_cost from raw.service_hours s join marts.fct_asset_daily a "
                   "on a.asset_kind = 'load_balancer' and a.asset_name = s.namespace || '/' || s.service "
                   "and a.usage_date = ? where s.ingress like '%.elb.amazonaws.com'", D1)
@@ -119,7 +112,7 @@ def _load_balancer_line(before: Path) -> tuple[str, str, float]:
 
 
 def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float], str, str, str]:
-    nodes = _rows(before, "select a.asset_name, a.total_cost, m.provider_id from marts.fct_asset_daily a "
+    nodes = warehouse_rows(before, "select a.asset_name, a.total_cost, m.provider_id from marts.fct_asset_daily a "
                   "join (select distinct node, provider_id from marts.fct_allocation_daily "
                   "      where allocation_kind = 'idle' and usage_date = ?) m on m.node = a.asset_name "
                   "where a.asset_kind = 'node' and a.usage_date = ? and m.provider_id is not null "
@@ -141,7 +134,7 @@ def _write_bill(before: Path, path: Path, cur2: Path) -> tuple[dict[str, float],
     # a credit on the first instance counts in its day's effective cost
     lines.append(_line(aws[0]["provider_id"].rsplit("/", 1)[1].upper(), 0.0, CREDIT, category="Credit"))
     billed[aws[0]["asset_name"]] += CREDIT
-    volume = _rows(before, "select asset_name, pv_cost, resource_key from marts.fct_asset_daily "
+    volume = warehouse_rows(before, "select asset_name, pv_cost, resource_key from marts.fct_asset_daily "
                    "where asset_kind = 'volume' and usage_date = ? and resource_key like 'vol-%' "
                    "order by asset_name limit 1", D1)[0]
     lines.append(_line(volume["resource_key"], volume["pv_cost"], volume["pv_cost"] / 2,
@@ -173,7 +166,7 @@ def reconciled(tmp_path_factory) -> Iterator[Reconciled]:
 
 
 def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(reconciled: Reconciled) -> None:
-    assets = {r["asset_name"]: r for r in _rows(reconciled.after, "select * from marts.fct_asset_daily "
+    assets = {r["asset_name"]: r for r in warehouse_rows(reconciled.after, "select * from marts.fct_asset_daily "
                                                                   "where usage_date = ?", D1)}
     for name, effective in reconciled.billed.items():
         a = assets[name]
@@ -202,14 +195,14 @@ def test_billed_assets_cost_what_the_bill_says_and_the_rest_stays_list_priced(re
 def test_a_node_billed_in_the_cur2_export_is_reconciled_by_its_instance_id(reconciled: Reconciled) -> None:
     """The CUR 2.0 line items reach the same staging model as the FOCUS rows: the instance's usage and negation
     are one in-cluster bill line whose effective cost is the savings plan's, and the node costs that."""
-    (node,) = _rows(reconciled.after, "select * from marts.fct_asset_daily where usage_date = ? and asset_name = ?",
+    (node,) = warehouse_rows(reconciled.after, "select * from marts.fct_asset_daily where usage_date = ? and asset_name = ?",
                     D1, reconciled.cur2_node)
-    listed = _rows(reconciled.before, "select total_cost from marts.fct_asset_daily where usage_date = ? "
+    listed = warehouse_rows(reconciled.before, "select total_cost from marts.fct_asset_daily where usage_date = ? "
                    "and asset_name = ?", D1, reconciled.cur2_node)[0]["total_cost"]
     assert node["reconciliation_status"] == "reconciled"
     assert node["billed_cost"] == pytest.approx((1 - SAVINGS) * listed, **TOL)
     assert node["cost_adjustment"] == pytest.approx(-SAVINGS * listed, **TOL)
-    (line,) = _rows(reconciled.after, "select * from marts.fct_cloud_cost_daily where usage_date = ? "
+    (line,) = warehouse_rows(reconciled.after, "select * from marts.fct_cloud_cost_daily where usage_date = ? "
                     "and resource_key = ?", D1, node["resource_key"])
     assert (line["provider_name"], line["charge_category"], line["charge_rows"], line["cluster_scope"],
             line["matched_cluster"]) == ("AWS", "Usage", 2, "in_cluster", "demo")
@@ -217,9 +210,9 @@ def test_a_node_billed_in_the_cur2_export_is_reconciled_by_its_instance_id(recon
 
 
 def test_allocation_adjustments_add_up_to_each_node_adjustment(reconciled: Reconciled) -> None:
-    nodes = {r["asset_name"]: r for r in _rows(
+    nodes = {r["asset_name"]: r for r in warehouse_rows(
         reconciled.after, "select * from marts.fct_asset_daily where usage_date = ? and asset_kind = 'node'", D1)}
-    per_node = _rows(reconciled.after, """
+    per_node = warehouse_rows(reconciled.after, """
         select node, sum(cpu_cost_adjustment) as cpu, sum(ram_cost_adjustment) as ram,
                sum(gpu_cost_adjustment) as gpu, sum(case when allocation_kind = 'idle'
                    then cpu_cost_adjustment + ram_cost_adjustment + gpu_cost_adjustment end) as idle
@@ -233,15 +226,15 @@ def test_allocation_adjustments_add_up_to_each_node_adjustment(reconciled: Recon
             checked += 1
             assert node["cost_adjustment"] < 0 and row["idle"] is not None
     assert checked == sum(1 for n in reconciled.billed if n in nodes)
-    volumes = _rows(reconciled.after, "select sum(pv_cost_adjustment) as asset from marts.fct_asset_daily "
+    volumes = warehouse_rows(reconciled.after, "select sum(pv_cost_adjustment) as asset from marts.fct_asset_daily "
                     "where usage_date = ? and asset_kind = 'volume'", D1)[0]["asset"]
-    allocated = _rows(reconciled.after, "select sum(pv_cost_adjustment) as a from marts.fct_allocation_daily "
+    allocated = warehouse_rows(reconciled.after, "select sum(pv_cost_adjustment) as a from marts.fct_allocation_daily "
                       "where usage_date = ?", D1)[0]["a"]
     assert volumes < 0 and allocated == pytest.approx(volumes, **TOL)
     # the load balancer's adjustment reaches its pods (and any unmounted part) whole
-    (lb,) = _rows(reconciled.after, "select load_balancer_cost_adjustment as asset from marts.fct_asset_daily "
+    (lb,) = warehouse_rows(reconciled.after, "select load_balancer_cost_adjustment as asset from marts.fct_asset_daily "
                   "where usage_date = ? and asset_name = ?", D1, reconciled.load_balancer)
-    allocated = _rows(reconciled.after, "select sum(load_balancer_cost_adjustment) as a, "
+    allocated = warehouse_rows(reconciled.after, "select sum(load_balancer_cost_adjustment) as a, "
                       "count(*) filter (where load_balancer_cost_adjustment <> 0) as n "
                       "from marts.fct_allocation_daily where usage_date = ?", D1)[0]
     assert lb["asset"] > 0 and allocated["n"] > 0
@@ -255,11 +248,11 @@ RECONCILIATION_COLUMNS = {"resource_key", "billed_cost", "cpu_cost_adjustment", 
 
 
 def test_without_a_bill_nothing_is_adjusted_and_the_status_says_why(reconciled: Reconciled) -> None:
-    statuses = _rows(reconciled.before, "select asset_kind, reconciliation_status as s, "
+    statuses = warehouse_rows(reconciled.before, "select asset_kind, reconciliation_status as s, "
                      "sum(abs(cost_adjustment)) as adj from marts.fct_asset_daily group by all")
     assert {(r["asset_kind"], r["s"]) for r in statuses} >= {("node", "no_bill"), ("volume", "no_bill")}
     assert {r["s"] for r in statuses} <= {"no_bill", "no_resource_id"} and all(r["adj"] == 0 for r in statuses)
-    rows = _rows(reconciled.before, "select count(*) as n from marts.fct_allocation_daily where "
+    rows = warehouse_rows(reconciled.before, "select count(*) as n from marts.fct_allocation_daily where "
                  "cpu_cost_adjustment <> 0 or ram_cost_adjustment <> 0 or gpu_cost_adjustment <> 0 "
                  "or pv_cost_adjustment <> 0 or reconciliation_status not in ('no_bill', 'no_resource_id')")
     assert rows[0]["n"] == 0
@@ -269,12 +262,12 @@ def test_energy_carbon_and_list_costs_do_not_move(reconciled: Reconciled) -> Non
     """A discount changes dollars, not joules: every other column of the marts is the same row for row."""
     for table, key in (("fct_allocation_daily", "allocation_name"), ("fct_asset_daily", "asset_kind, asset_name"),
                        ("fct_node_energy_daily", "node"), ("fct_allocation_shared_daily", "allocation_name")):
-        cols = [r["column_name"] for r in _rows(
+        cols = [r["column_name"] for r in warehouse_rows(
             reconciled.before, "select column_name from duckdb_columns() where schema_name = 'marts' "
             "and table_name = ? order by column_index", table) if r["column_name"] not in RECONCILIATION_COLUMNS]
         assert {"energy_kwh", "co2e_total_g"} & set(cols) or table == "fct_asset_daily", table
         sql = f"select {', '.join(cols)} from marts.{table} where usage_date = ? order by {key}"  # noqa: S608
-        before, after = _rows(reconciled.before, sql, D1), _rows(reconciled.after, sql, D1)
+        before, after = warehouse_rows(reconciled.before, sql, D1), warehouse_rows(reconciled.after, sql, D1)
         assert len(before) == len(after) > 0, table
         for b, a in zip(before, after, strict=True):
             for c in cols:
@@ -285,7 +278,7 @@ def test_energy_carbon_and_list_costs_do_not_move(reconciled: Reconciled) -> Non
 
 
 def test_the_bill_shows_in_and_out_of_cluster_cost(reconciled: Reconciled) -> None:
-    lines = _rows(reconciled.after, "select resource_id, sub_account_id, charge_category, matched_cluster, "
+    lines = warehouse_rows(reconciled.after, "select resource_id, sub_account_id, charge_category, matched_cluster, "
                   "cluster_scope from marts.fct_cloud_cost_daily where usage_date = ?", D1)
     scope = {r["resource_id"]: r["cluster_scope"] for r in lines}
     assert scope["my-bucket"] == "out_of_cluster" and scope["i-0elsewhere"] == "other_account"
@@ -314,7 +307,7 @@ ADJ = ("cpuCostAdjustment", "ramCostAdjustment", "gpuCostAdjustment", "pvCostAdj
 
 
 def test_the_api_adds_the_adjustments_with_reconcile_and_not_without(reconciled: Reconciled) -> None:
-    nodes = {r["asset_name"]: r for r in _rows(
+    nodes = {r["asset_name"]: r for r in warehouse_rows(
         reconciled.after, "select * from marts.fct_asset_daily where usage_date = ?", D1)}
     total_adjustment = sum(a["cost_adjustment"] for a in nodes.values())
     default = _allocations(reconciled.base, aggregate="node")
@@ -323,7 +316,7 @@ def test_the_api_adds_the_adjustments_with_reconcile_and_not_without(reconciled:
     assert sum(a[f] for a in default.values() for f in ADJ) == pytest.approx(total_adjustment, **TOL)
     assert all(a[f] == 0.0 for a in plain.values() for f in ADJ)
     # Kubecost's totalCost includes the adjustments; without reconcile it is the list cost (the mart's total_cost)
-    list_total = _rows(reconciled.after, "select sum(total_cost) as t from marts.fct_allocation_daily "
+    list_total = warehouse_rows(reconciled.after, "select sum(total_cost) as t from marts.fct_allocation_daily "
                        "where usage_date = ?", D1)[0]["t"]
     assert sum(a["totalCost"] for a in plain.values()) == pytest.approx(list_total, **TOL)
     assert sum(a["totalCost"] for a in default.values()) == pytest.approx(list_total + total_adjustment, **TOL)
@@ -365,7 +358,7 @@ def test_the_report_sets_the_bill_against_list_prices(reconciled: Reconciled) ->
     after = (reconciled.after.parent / "reports" / "daily" / f"{D1}.html").read_text()
     got = _report_numbers(after)
     names = list(reconciled.billed)
-    listed = _rows(reconciled.before, "select sum(total_cost) as c, count(*) as n from marts.fct_asset_daily "
+    listed = warehouse_rows(reconciled.before, "select sum(total_cost) as c, count(*) as n from marts.fct_asset_daily "
                    "where usage_date = ? and asset_name in (select unnest(?))", D1, names)[0]
     assert listed["n"] == len(names)
     assert got[("bill_billed_cost", "__all__")] == pytest.approx(sum(reconciled.billed.values()), **TOL)
@@ -373,7 +366,7 @@ def test_the_report_sets_the_bill_against_list_prices(reconciled: Reconciled) ->
     assert got[("bill_cost_adjustment", "__all__")] == pytest.approx(
         sum(reconciled.billed.values()) - listed["c"], **TOL)
     assert got[("bill_reconciled_asset_days", "__all__")] == len(names)
-    counts = _rows(reconciled.after, "select reconciliation_status as s, count(*) as n from marts.fct_asset_daily "
+    counts = warehouse_rows(reconciled.after, "select reconciliation_status as s, count(*) as n from marts.fct_asset_daily "
                    "where usage_date = ? group by all", D1)
     by = {r["s"]: r["n"] for r in counts}
     assert got[("bill_unmatched_asset_days", "__all__")] == by.get("unmatched", 0) >= 1  # the unbilled node
@@ -431,7 +424,7 @@ def test_the_focus_export_keeps_the_specifications_column_rules(reconciled: Reco
     # a node's own bill line names its rows' account (node_bill); the unbilled AWS node's rows take the one account
     # billing the cluster's other AWS nodes (cluster_bill); the on-premises node's rows and the nodeless rows of this
     # cluster of four providers name none (unknown): no bill line is theirs and no provider's account can be
-    providers = {r["asset_name"]: r["provider"] for r in _rows(
+    providers = {r["asset_name"]: r["provider"] for r in warehouse_rows(
         reconciled.after, "select asset_name, provider from marts.fct_asset_daily where usage_date = ? "
         "and asset_kind = 'node'", D1)}
     source = {"node_bill": [], "cluster_bill": [], "unknown": []}
@@ -467,7 +460,7 @@ def test_the_focus_export_read_back_gives_the_allocation_totals(reconciled: Reco
         sql = (f"select count(*) as n, sum(total_cost) as list, sum(total_cost + {adjustments}) as effective, "  # noqa: S608
                "sum(energy_kwh) as kwh, sum(co2e_total_g) as co2e from marts.fct_allocation_daily "
                "where usage_date = ? and cluster in (select unnest(?))")
-        mart = _rows(warehouse, sql, D1, clusters)[0]
+        mart = warehouse_rows(warehouse, sql, D1, clusters)[0]
         assert len(rows) == mart["n"] > 0
         got = {k: sum(num(r[c]) for r in rows) for k, c in (("list", "ListCost"), ("effective", "EffectiveCost"),
                                                              ("kwh", "x_EnergyKwh"), ("co2e", "x_Co2eGrams"))}
@@ -477,7 +470,7 @@ def test_the_focus_export_read_back_gives_the_allocation_totals(reconciled: Reco
             assert num(r["EffectiveCost"]) == pytest.approx(num(r["ListCost"]) + num(r["x_CostAdjustment"]),
                                                             rel=1e-12, abs=1e-12)
     _, after = _read_back(focus_exports["after"])
-    billed_adjustment = sum(a["cost_adjustment"] for a in _rows(
+    billed_adjustment = sum(a["cost_adjustment"] for a in warehouse_rows(
         reconciled.after, "select cost_adjustment from marts.fct_asset_daily where usage_date = ?", D1))
     assert billed_adjustment < 0  # the bill's discounts reach the export whole
     assert sum(r["x_CostAdjustment"] for r in after) == pytest.approx(billed_adjustment, **TOL)
