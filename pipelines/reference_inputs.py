@@ -56,13 +56,13 @@ def _seeds_loaded(settings: Settings) -> bool:
 
 
 def _spark_seeds_loaded(settings: Settings) -> bool:
-    """On local Spark the seeds are managed tables under the state folder (metastore and data files): each seed's
-    folder must hold the files of a completed write (`_SUCCESS`). A cluster's metastore is not readable from here,
-    so there the job always runs."""
-    from pipelines.engines.spark_session import is_local
+    """On local Spark (or a standalone cluster on this machine's loopback) the seeds are managed tables under the
+    state folder (metastore and data files): each seed's folder must hold the files of a completed write
+    (`_SUCCESS`). A remote cluster's executors write elsewhere, so there the job always runs."""
+    from pipelines.settings_rules import on_this_machine
 
     state = settings.spark_state_dir
-    if not is_local(settings.lake.spark.master) or not (state / "metastore_db").is_dir():
+    if not on_this_machine(settings.lake.spark.master) or not (state / "metastore_db").is_dir():
         return False
     tables = state / "warehouse" / "seeds.db"
     return all((tables / seed.stem / "_SUCCESS").is_file() for seed in SEEDS_DIR.glob("*.csv"))

@@ -207,9 +207,17 @@ LAKE_SCHEMES = ("file", "s3a", "gs", "abfss", "hdfs")
 SPARK_CONF_KEY_RE = re.compile(r"spark\.[A-Za-z0-9_.\-]{1,250}")
 # set by the dedicated keys or by the engine itself (loopback binding, metastore under the state folder)
 SPARK_CONF_RESERVED = {"spark.master": "lake.spark.master", "spark.driver.memory": "lake.spark.driver_memory",
-                       "spark.driver.host": "the engine (127.0.0.1 in local mode)",
-                       "spark.driver.bindAddress": "the engine (127.0.0.1 in local mode)",
                        "spark.sql.warehouse.dir": "the engine (<warehouse folder>/state/spark)"}
+# the driver's address: the engine's (127.0.0.1) when the whole cluster is on this machine; with a remote master
+# Spark's default (the host's address) or the user's (a pod IP, the interface the executors reach)
+SPARK_CONF_LOOPBACK_RESERVED = ("spark.driver.host", "spark.driver.bindAddress")
+LOOPBACK_MASTER_RE = re.compile(r"spark://(localhost|127(\.[0-9]{1,3}){3}):[0-9]{1,5}")
+
+
+def on_this_machine(master: str) -> bool:
+    """Local mode, or a standalone master on this machine's loopback (spark://127.0.0.1:7077, spark://localhost:
+    7077): the driver, the executors and the files they write share this machine, its loopback and its folders."""
+    return master.startswith("local") or bool(LOOPBACK_MASTER_RE.fullmatch(master))
 
 
 def spark_master_problem(value: str) -> str | None:

@@ -26,6 +26,7 @@ from pipelines.settings_rules import (
     NUMBER_RANGES,
     PROM_LABEL_NAME_RE,
     SPARK_CONF_KEY_RE,
+    SPARK_CONF_LOOPBACK_RESERVED,
     SPARK_CONF_RESERVED,
     URL_KEYS,
     ZONE_RE,
@@ -37,6 +38,7 @@ from pipelines.settings_rules import (
     lake_root_problem,
     location_problem,
     memory_problem,
+    on_this_machine,
     path_text_problem,
     spark_master_problem,
     start_date_problem,
@@ -152,7 +154,10 @@ def build(cls: type, data: Any, where: str, ctx: ValidationContext) -> Any:
         allowed = choices(_generic(key))
         if allowed and kwargs[name] is not None and kwargs[name] not in allowed:
             raise ctx.error(key, f"{ctx.shown(key, value)} is not allowed; use one of: {', '.join(allowed)}")
-    return cls(**kwargs)
+    out = cls(**kwargs)
+    if cls is settings_models.SparkSettings:
+        _check_driver_address(out, where, ctx)
+    return out
 
 
 # the nested sections by the type name their fields carry (annotations are text here): every settings dataclass
@@ -334,6 +339,17 @@ def _spark_conf(value: Any, key: str, ctx: ValidationContext) -> dict[str, str]:
             raise ctx.error(ckey, f"{v!r} is not allowed; use text without control characters (found {bad.group()!r})")
         out[name] = v
     return out
+
+
+def _check_driver_address(spark: settings_models.SparkSettings, where: str, ctx: ValidationContext) -> None:
+    """The driver's address is the engine's (127.0.0.1) when the master is on this machine; with a remote master
+    it is Spark's default or the user's (`lake.spark.conf`)."""
+    if not on_this_machine(spark.master):
+        return
+    for name in SPARK_CONF_LOOPBACK_RESERVED:
+        if name in spark.conf:
+            raise ctx.error(f"{where}.conf.{name}", f"is not allowed with master {spark.master}: the engine binds "
+                                                    "the driver to 127.0.0.1 (set it with a remote master only)")
 
 
 def _check_clusters(clusters: tuple[ClusterSettings, ...], key: str, ctx: ValidationContext) -> None:

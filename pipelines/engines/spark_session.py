@@ -4,9 +4,13 @@ Each JVM start costs 30-80 s here, so the session outlives a dbt call: dbt-spark
 `SparkSession.builder.getOrCreate()`. Everything Spark writes locally (the embedded Derby metastore, the managed
 tables' folder, scratch space, derby.log, jvm.log) goes under `<warehouse folder>/state/spark/`, never into the
 working directory or the code tree. The JVM's own console output (its start-up warnings, log4j's lines) goes to
-`jvm.log` there, not to the user's terminal: the run's log names the file. In local mode the driver binds to
-127.0.0.1 only (Spark would otherwise pick the host's external address, and a firewall or a missing DNS entry
-stalls it).
+`jvm.log` there, not to the user's terminal: the run's log names the file. In local mode, and with a standalone
+master on this machine's loopback (spark://127.0.0.1:7077), the driver binds to 127.0.0.1 only and tells the
+executors that address (Spark would otherwise pick the host's external address, and a firewall or a missing DNS
+entry stalls it; on a loopback cluster the executors are on this machine). With a remote master (another host,
+yarn, k8s://) the executors must reach the driver from elsewhere: Spark's default address stands, or the user's
+`spark.driver.host` / `spark.driver.bindAddress` in `lake.spark.conf`, and SPARK_LOCAL_IP is left as the
+environment has it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.environ import scoped_environ
+from pipelines.settings_rules import on_this_machine
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +37,6 @@ STALE_SCRATCH_S = 3600  # scratch folders of a killed JVM are removed by the nex
 JVM_LOG_MAX_BYTES = 8 * 2**20  # jvm.log is started afresh at a JVM start once it is past this
 _LOCK = threading.RLock()
 _SESSION: tuple[tuple[Any, ...], SparkSession] | None = None
-
-
-def is_local(master: str) -> bool:
-    return master.startswith("local")
 
 
 def spark_conf(settings: Settings) -> dict[str, str]:
@@ -69,7 +70,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.log.level": "ERROR",  # from the JVM's start: dbt reports the failures that matter
         "spark.ui.showConsoleProgress": "false",
     }
-    if is_local(spark.master):
+    if on_this_machine(spark.master):
         conf["spark.driver.host"] = LOOPBACK
         conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(spark.conf)
@@ -106,7 +107,7 @@ def get_session(settings: Settings) -> SparkSession:
         for name, value in conf.items():
             builder = builder.config(name, value)
         # the JVM reads SPARK_LOCAL_IP when it starts; the process environment is put back right after
-        env = {"SPARK_LOCAL_IP": LOOPBACK} if is_local(settings.lake.spark.master) else {}
+        env = {"SPARK_LOCAL_IP": LOOPBACK} if on_this_machine(settings.lake.spark.master) else {}
         with scoped_environ(env):
             _launch_jvm(conf, state / "jvm.log")
             session = builder.getOrCreate()

@@ -3,17 +3,23 @@
 - A first `materialize` of DAY with `engine: spark`, SIGKILLed (with its JVM) while Spark writes the marts, leaves
   no half-written partition visible: every lake Parquet file DuckDB can see is whole, and each mart partition is
   either absent or already holds the rows the finished build holds;
-- `kubeledger demo` of the same day then recovers from the kill and gives the marts `engine: duckdb` gives for the
-  same day (1e-9), and the rest of the product (serving copy, Parquet export) is built from them as usual; the
-  marts Spark wrote to the lake equal the DuckDB engine's row for row (tests/fixtures/spark_compare.py). This is the
-  group's parity check of the two engines on a built day: the demo day has on-demand, spot and GPU nodes on two
-  providers and on-premises, load balancers and volumes; both engines' workdirs also set a user price sheet with a
-  spot column and shared namespaces with a monthly overhead, so the price sheet's and the sharing policy's SQL run
-  on Spark too. The same comparison at scale is `python -m bench --engine spark`.
+- `kubeledger demo` of the same day then recovers from the kill on a Spark standalone cluster (a Master and one
+  Worker of 2 cores on 127.0.0.1, started from the pyspark distribution: tests/fixtures/spark_standalone.py; the
+  workdir's kubeledger.yaml switched to `lake.spark.master: spark://127.0.0.1:<port>`), and gives the marts
+  `engine: duckdb` gives for the same day (1e-9), and the rest of the product (serving copy, Parquet export) is
+  built from them as usual; the marts Spark wrote to the lake equal the DuckDB engine's row for row
+  (tests/fixtures/spark_compare.py) and hold the contract's types. This is the group's parity check of the two
+  engines on a built day, and its one day on a cluster: the executors are separate JVMs the Worker launched, they
+  reach the driver on 127.0.0.1 (the product binds it there for a loopback master) and write the same lake and
+  state folders. The demo day has on-demand, spot and GPU nodes on two providers and on-premises, load balancers
+  and volumes; both engines' workdirs also set a user price sheet with a spot column and shared namespaces with a
+  monthly overhead, so the price sheet's and the sharing policy's SQL run on Spark too. The same comparison at
+  scale is `python -m bench --engine spark`.
 
 Each CLI run starts its own JVM (a subprocess is what the kill needs). The killed run is the workdir's first, so
-the parity is checked on a build that had to clean up after a kill, and the group builds the demo day on Spark
-twice (the killed run, the recovery), not three times.
+the parity is checked on a build that had to clean up after a kill (left by local mode, recovered by a cluster),
+and the group builds the demo day on Spark twice (the killed run, the recovery), not three times. The cluster's
+JVMs start while the killed run builds and are killed (their process groups) right after the recovery.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from pipelines import PROJECT_ROOT
 from pipelines.engines.spark_metastore import check_metastore_home, configured_home, read_home
 from pipelines.settings import load_settings
 from pipelines.settings_models import SettingsError
@@ -41,6 +48,7 @@ from tests.fixtures.parquet_contract import parquet_contract_mismatches
 from tests.fixtures.pipeline_workdir import CONFIG, cli_args, cli_env, group_alive, run_cli
 from tests.fixtures.prom_fleet import SHARED_NAMESPACE, write_price_sheet
 from tests.fixtures.spark_compare import assert_lake_marts_equal
+from tests.fixtures.spark_standalone import StandaloneCluster, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -53,6 +61,12 @@ SPARK_CONFIG = "engine: spark\n" + DUCKDB_CONFIG
 RUN_TIMEOUT_S = 1800
 # lines only the JVM writes: the JDK's incubator warning, log4j's banner and its timestamped WARN/ERROR lines
 JVM_NOISE = re.compile(r"incubator modules|log4j|^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|INFO) ")
+
+
+def spark_config(master: str | None = None, root: str | None = None) -> str:
+    """SPARK_CONFIG with its one `lake` section (the Spark master, the lake's root) when either is given."""
+    lake = {**({"root": root} if root else {}), **({"spark": {"master": master}} if master else {})}
+    return SPARK_CONFIG + (f"lake: {json.dumps(lake)}\n" if lake else "")
 
 
 def _workdir(tmp_path_factory, name: str, config: str) -> Path:
@@ -119,12 +133,33 @@ class KilledThenRecovered:
     workdir: Path
     visible_after_kill: dict[tuple[str, str, str], int]  # the mart partitions a reader saw right after the kill
     raw_files_after_kill: int
+    master: str  # the standalone cluster's URL the recovery ran on
+    apps: list[dict]  # the applications its master knew after the recovery (its JSON)
+    executor_logs: dict[str, str]  # the Worker's work dir after the recovery: <app>/<executor>/stderr -> text
+
+
+# what Spark would write into its distribution or the code tree if the daemons or the driver fell back to defaults
+NOT_WRITTEN = (spark_home() / "work", spark_home() / "logs", PROJECT_ROOT / "work", PROJECT_ROOT / "metastore_db",
+               PROJECT_ROOT / "spark-warehouse", PROJECT_ROOT / "derby.log")
 
 
 @pytest.fixture(scope="module")
 def spark_demo(tmp_path_factory) -> KilledThenRecovered:
-    """A fresh Spark workdir: its first `materialize` of DAY killed while Spark writes the marts (what a reader sees
-    is recorded at once), then `kubeledger demo` of DAY, the recovery the parity tests check."""
+    """A fresh Spark workdir: its first `materialize` of DAY (local mode) killed while Spark writes the marts (what a
+    reader sees is recorded at once), then `kubeledger demo` of DAY on the standalone cluster, the recovery the
+    parity tests check. The cluster starts with the killed run and is stopped after the recovery, on failure too."""
+    there_before = {p for p in NOT_WRITTEN if p.exists()}
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
+    try:
+        cluster.start()
+        demo = _kill_then_recover(tmp_path_factory, cluster)
+    finally:
+        cluster.stop()  # its JVMs' memory back before the other tests of the module
+    assert {p for p in NOT_WRITTEN if p.exists()} == there_before
+    return demo
+
+
+def _kill_then_recover(tmp_path_factory, cluster: StandaloneCluster) -> KilledThenRecovered:
     wd = _workdir(tmp_path_factory, "spark-demo", SPARK_CONFIG)
     lake = wd / "wh" / "lake"
     proc = subprocess.Popen(cli_args(wd, "materialize", "--date", DAY.isoformat()), cwd=wd, env=cli_env(),
@@ -146,13 +181,20 @@ def spark_demo(tmp_path_factory) -> KilledThenRecovered:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     # what a reader sees now: whole files only (reading each visible file whole fails on a truncated one)
-    killed = KilledThenRecovered(wd, lake_partitions(lake), raw_partitions_readable(lake))
+    visible, raw_files = lake_partitions(lake), raw_partitions_readable(lake)
+    # the recovery on the standalone cluster: the same workdir, its one `lake` section naming the master
+    cluster.wait_ready()
+    (wd / "kubeledger.yaml").write_text(spark_config(master=cluster.master_url))
+    settings = load_settings(wd / "kubeledger.yaml")
+    assert settings.lake.spark.master == cluster.master_url and settings.lake_root == str(lake)
     recovered = run_cli(wd, "demo", "--date", DAY.isoformat(), timeout=RUN_TIMEOUT_S)
     # quiet: the JVM's own output (its start-up warnings, log4j) goes to state/spark/jvm.log, not to the console
     console = recovered.stdout + recovered.stderr
     assert not [ln for ln in console.splitlines() if JVM_NOISE.search(ln)], console[-3000:]
     assert JVM_NOISE.search((wd / "wh" / "state" / "spark" / "jvm.log").read_text(errors="replace"))
-    return killed
+    logs = {str(f.relative_to(cluster.work_dir)): f.read_text(errors="replace")
+            for f in sorted(cluster.work_dir.glob("app-*/*/stderr"))}
+    return KilledThenRecovered(wd, visible, raw_files, cluster.master_url, cluster.apps_once_finished(), logs)
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +219,22 @@ def test_demo_on_spark_gives_the_duckdb_marts(spark_demo: KilledThenRecovered, d
     assert {(m, d) for m, _c, d in lake_partitions(lake)} >= {("fct_allocation_daily", f"usage_date={DAY}")}
     assert (spark_wd / "wh" / "state" / "spark" / "metastore_db").is_dir()
     assert not (spark_wd / "metastore_db").exists() and not (spark_wd / "spark-warehouse").exists()
+
+
+def test_the_recovery_ran_on_the_standalone_cluster(spark_demo: KilledThenRecovered) -> None:
+    assert load_settings(spark_demo.workdir / "kubeledger.yaml").lake.spark.master == spark_demo.master
+    # the recovery's application (the killed run was local mode), finished; its executors were the Worker's
+    assert spark_demo.apps and {(a["name"], a["state"]) for a in spark_demo.apps} == {("kubeledger", "FINISHED")}, \
+        spark_demo.apps
+    assert spark_demo.executor_logs, "the Worker launched no executor"
+    # they reached the driver on 127.0.0.1: a loopback master binds it there (Spark's default, the host's external
+    # address, is where a firewall or a missing DNS entry stalls the executors)
+    drivers = {m for text in spark_demo.executor_logs.values()
+               for m in re.findall(r"CoarseGrainedScheduler@([^:\s\"]+):\d+", text)}
+    assert drivers == {"127.0.0.1"}, drivers
+    # every mart partition of the day is in the lake the driver's side reads (the executors wrote the same folders)
+    assert {m for m, _c, d in lake_partitions(spark_demo.workdir / "wh" / "lake") if d == f"usage_date={DAY}"} >= {
+        "fct_allocation_daily", "fct_node_energy_daily", "fct_cluster_daily"}
 
 
 def test_the_lake_marts_equal_the_duckdb_marts_row_for_row(spark_demo: KilledThenRecovered,
@@ -240,7 +298,7 @@ def test_a_copied_workdir_writes_nowhere_until_relocated(spark_demo: KilledThenR
 
     # then the lake moves to another root: refused until relocated, and relocate finds nothing left at the old one
     (copy / "wh" / "lake").rename(copy / "moved-lake")
-    (copy / "kubeledger.yaml").write_text(SPARK_CONFIG + "lake: {root: moved-lake}\n")
+    (copy / "kubeledger.yaml").write_text(spark_config(root="moved-lake"))
     moved = load_settings(copy / "kubeledger.yaml")
     with pytest.raises(SettingsError, match=re.escape(f"holds tables at {copy / 'wh' / 'lake'}; run `kubeledger lake")):
         check_metastore_home(moved)

@@ -4,6 +4,7 @@ line, and bringing the marts' Parquet back into DuckDB (window partitions replac
 from __future__ import annotations
 
 import json
+import os
 from datetime import date, datetime
 from pathlib import Path
 
@@ -42,6 +43,42 @@ def test_a_cluster_master_does_not_bind_to_loopback(tmp_path: Path) -> None:
     path.write_text("engine: spark\nlake: {spark: {master: yarn}}\n")
     conf = spark_conf(load_settings(path))
     assert conf["spark.master"] == "yarn" and "spark.driver.host" not in conf
+    # a remote standalone master: Spark's default address, or the user's (the interface the executors reach)
+    path.write_text("engine: spark\nlake: {spark: {master: 'spark://10.0.0.5:7077', "
+                    "conf: {spark.driver.host: 10.0.0.9, spark.driver.bindAddress: 0.0.0.0}}}\n")
+    conf = spark_conf(load_settings(path))
+    assert (conf["spark.driver.host"], conf["spark.driver.bindAddress"]) == ("10.0.0.9", "0.0.0.0")
+
+
+@pytest.mark.parametrize("master", ["spark://127.0.0.1:7077", "spark://localhost:7077"])
+def test_a_standalone_master_on_loopback_binds_the_driver_to_loopback(tmp_path: Path, master: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its executors run on this machine: the driver tells them 127.0.0.1. Before, only local masters were bound
+    there and the driver offered the host's external address (192.0.2.2 here; tests/spark/test_spark_kill.py reads
+    the address the executors were given)."""
+    path = tmp_path / "kubeledger.yaml"
+    path.write_text(f"engine: spark\nlake: {{spark: {{master: '{master}'}}}}\n")
+    settings = load_settings(path)
+    conf = spark_conf(settings)
+    assert conf["spark.master"] == master
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    # the JVM starts with SPARK_LOCAL_IP=127.0.0.1, and the process's own environment is put back after
+    pytest.importorskip("pyspark")
+    from pipelines.engines import spark_session
+
+    seen: dict[str, str | None] = {}
+
+    def launch(conf: dict[str, str], jvm_log: Path) -> None:
+        seen["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP")
+        raise RuntimeError("no JVM in a unit test")
+
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    monkeypatch.setattr(spark_session, "_launch_jvm", launch)
+    monkeypatch.setattr(spark_session, "_SESSION", None)
+    with pytest.raises(RuntimeError, match="no JVM"):
+        spark_session.get_session(settings)
+    assert seen == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    assert "SPARK_LOCAL_IP" not in os.environ
 
 
 def test_dbt_call_environment_and_command_line(settings, tmp_path: Path) -> None:

@@ -87,4 +87,33 @@ def test_reference_is_current_on_local_spark_when_every_seed_table_is_whole(tmp_
     assert not reference_is_current(s)  # one seed table missing: the job runs
     (tables / seeds[0] / "_SUCCESS").write_bytes(b"")
     remote = _load(tmp_path, "engine: spark\nclusters: [{name: a}]\nlake: {spark: {master: 'spark://h:7077'}}\n")
-    assert not reference_is_current(remote)  # a cluster's metastore is not readable from here: always run
+    assert not reference_is_current(remote)  # a remote cluster's executors write elsewhere: always run
+    # a standalone cluster on this machine's loopback writes the same folders: skipped as in local mode (it re-ran
+    # the seeds on every run before)
+    loopback = _load(tmp_path, "engine: spark\nclusters: [{name: a}]\nlake: {spark: {master: 'spark://127.0.0.1:7077'}}\n")
+    assert reference_is_current(loopback)
+
+
+@pytest.mark.parametrize(("master", "here"), [
+    ("local", True), ("local[2]", True), ("local[*]", True), ("spark://127.0.0.1:7077", True),
+    ("spark://localhost:7077", True), ("spark://127.0.1.1:7077", True), ("spark://10.0.0.5:7077", False),
+    ("spark://spark-master.analytics.svc:7077", False), ("spark://localhost.example.com:7077", False),
+    ("yarn", False), ("k8s://https://127.0.0.1:6443", False),
+])
+def test_which_masters_run_on_this_machine(master: str, here: bool) -> None:
+    from pipelines.settings_rules import on_this_machine
+
+    assert on_this_machine(master) is here
+
+
+@pytest.mark.parametrize("name", ["spark.driver.host", "spark.driver.bindAddress"])
+def test_the_driver_address_is_the_users_with_a_remote_master_only(tmp_path: Path, name: str) -> None:
+    """A remote cluster's executors must reach the driver at an address only the user knows (a pod IP, the interface
+    facing the cluster): it was refused whatever the master. Local and loopback masters keep the engine's 127.0.0.1."""
+    s = _load(tmp_path, f"engine: spark\nlake: {{spark: {{master: 'spark://10.0.0.5:7077', conf: {{{name}: 10.0.0.9}}}}}}\n")
+    assert s.lake.spark.conf == {name: "10.0.0.9"}
+    for master in ("local[2]", "spark://127.0.0.1:7077"):
+        with pytest.raises(SettingsError) as err:
+            _load(tmp_path, f"engine: spark\nlake: {{spark: {{master: '{master}', conf: {{{name}: 10.0.0.9}}}}}}\n")
+        assert str(err.value) == (f"{tmp_path / 'kubeledger.yaml'}: lake.spark.conf.{name}: is not allowed with master "
+                                  f"{master}: the engine binds the driver to 127.0.0.1 (set it with a remote master only)")
