@@ -61,7 +61,8 @@ export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 # (which wait for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed
 # 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `spark` runs
 # alongside `faults`, whose workers spend a third of their time waiting on the product's retry back-off and source
-# timeouts (CPU the Spark JVMs use); `load` runs before both, on a quiet machine.
+# timeouts (CPU the Spark JVMs use); `load` runs before both, on a quiet machine. The spark group prints its
+# passed tests' output (-rP): the engines' largest relative difference per mart and the Spark dbt timings.
 # pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
 # group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
 TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
@@ -69,7 +70,7 @@ TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
     "main   -n 2 --dist loadscope --no-loadscope-reorder --durations=30"
     "serial --durations=10"
     "load"
-    "spark& -n 2 --dist loadscope --durations=10"
+    "spark& -n 2 --dist loadscope --durations=10 -rP"
     "faults -n 3 --dist load --durations=10"
 )
 others=()
