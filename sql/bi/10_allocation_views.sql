@@ -80,7 +80,7 @@ comment on view bi.namespace_daily is 'Cost, energy and CO2e per (usage_date, cl
 comment on column bi.namespace_daily.usage_date is 'UTC day.';
 comment on column bi.namespace_daily.cluster is 'Cluster name from kubeledger.yaml.';
 comment on column bi.namespace_daily.namespace is 'Namespace, or `__idle__` (idle rows), `__unmounted__` (unmounted volumes, whatever their namespace), `__unallocated__` (workload without namespace): the allocation API''s namespace key. Never NULL.';
-comment on column bi.namespace_daily.total_cost is 'Σ total_cost, USD (the API''s totalCost for this key).';
+comment on column bi.namespace_daily.total_cost is 'Σ total_cost at list prices, USD (the API''s totalCost for this key with reconcile=false; a bill''s adjustments are in marts.fct_allocation_daily''s *_cost_adjustment columns).';
 comment on column bi.namespace_daily.is_estimated is 'Any row of the group has an estimated value (see marts.fct_allocation_daily.estimation_reasons).';
 comment on column bi.namespace_daily.allocation_rows is 'Rows of marts.fct_allocation_daily in the group.';
 
@@ -91,6 +91,6 @@ comment on column bi.controller_daily.namespace is 'Namespace key as in bi.names
 comment on column bi.controller_daily.controller_kind is 'Lower-case controller kind, or `__unallocated__` (bare pod), `__idle__`, `__unmounted__`: the API''s controllerKind key. Never NULL.';
 comment on column bi.controller_daily.controller is 'Controller name, or `__unallocated__` (bare pod), `__idle__`, `__unmounted__`. Never NULL.';
 comment on column bi.controller_daily.controller_key is 'The allocation API''s controller key: `<kind>:<name>` (name alone when the kind is unknown), `__unallocated__`, `__idle__`, `__unmounted__`. Never NULL.';
-comment on column bi.controller_daily.total_cost is 'Σ total_cost, USD (the API''s totalCost for this key).';
+comment on column bi.controller_daily.total_cost is 'Σ total_cost at list prices, USD (the API''s totalCost for this key with reconcile=false; a bill''s adjustments are in marts.fct_allocation_daily''s *_cost_adjustment columns).';
 comment on column bi.controller_daily.is_estimated is 'Any row of the group has an estimated value.';
 comment on column bi.controller_daily.allocation_rows is 'Rows of marts.fct_allocation_daily in the group.';
