@@ -210,6 +210,17 @@ CLUSTER_EXPR = {
     "cluster_co2e_estimated_share": "sum(co2e_estimated_share * co2e_total_g) / sum(co2e_total_g)",
     "cluster_cost_estimated_share": "sum(cost_estimated_share * total_cost) / sum(total_cost)",
 }
+# the bill section (issue 28): the assets' reconciliation in fct_asset_daily, by status
+BILL_EXPR = {
+    "bill_reconciled_asset_days": "count(*) filter (where reconciliation_status = 'reconciled')",
+    "bill_unmatched_asset_days": "count(*) filter (where reconciliation_status = 'unmatched')",
+    "bill_no_resource_id_asset_days": "count(*) filter (where reconciliation_status = 'no_resource_id')",
+    "bill_no_bill_asset_days": "count(*) filter (where reconciliation_status = 'no_bill')",
+    "bill_list_cost": "sum(total_cost) filter (where reconciliation_status = 'reconciled')",
+    "bill_billed_cost": "sum(billed_cost) filter (where reconciliation_status = 'reconciled')",
+    "bill_cost_adjustment": "sum(cost_adjustment)",
+    "bill_unmatched_list_cost": "sum(total_cost) filter (where reconciliation_status = 'unmatched')",
+}
 REC_COLUMN = {"recommendation_usd": "counted_usd_per_month", "recommendation_kwh": "counted_kwh_per_month",
               "recommendation_co2e_g": "counted_co2e_g_per_month",
               "recommendation_risk_fix_usd": "risk_fix_usd_per_month"}
@@ -234,6 +245,10 @@ def expected(con: duckdb.DuckDBPyConnection, a: dict[str, str]) -> Any:
     if m in ("cluster_cost_change", "cluster_co2e_change"):
         expr = "sum(total_cost)" if "cost" in m else "sum(co2e_total_g)"
         return _ratio_change(_cluster_sum(con, expr, a, start, end), _cluster_sum(con, expr, a, *_prev(start, end)))
+    if m in BILL_EXPR:
+        where = "" if a["data-cluster"] == "__all__" else f" and cluster = '{a['data-cluster']}'"
+        return con.execute(f"select {BILL_EXPR[m]} from marts.fct_asset_daily "  # noqa: S608
+                           f"where usage_date between ? and ?{where}", [start, end]).fetchone()[0]
     if m.startswith("daily_"):
         return _cluster_sum(con, f"sum({m.removeprefix('daily_')})", a, start, end)
     level, _, measure = m.partition("_")
