@@ -40,8 +40,8 @@ import pandas as pd
 
 from pipelines import SEEDS_DIR
 from pipelines.settings import ClusterSettings, Settings
-from pipelines.sources.demo import _minutes
-from pipelines.sources.demo_shapes import DAY_S, _seed
+from pipelines.sources.demo import _node_hours
+from pipelines.sources.demo_shapes import _seed
 from pipelines.sources.demo_topology import _topology_for
 
 PLAN_POOLS = ("general", "general-eu")  # the node pools the savings plan's commitment is sized for
@@ -86,15 +86,10 @@ def _account(*parts: object) -> str:
 
 
 def _running_hours(cluster: ClusterSettings, day: date) -> np.ndarray:
-    """Each node's hours on the day, as the demo's node rows count them (running minutes / 60)."""
+    """Each node's hours on the day, as the demo's node rows count them (the demo's running minutes / 60)."""
     topo = _topology_for(cluster)
     day0 = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
-    minutes = np.zeros(len(topo.nodes))
-    for h in range(24):
-        first, last = _minutes(np.full(len(topo.nodes), day0), day0 + np.minimum(topo.node_daily_end, DAY_S),
-                               day0 + 3600 * h)
-        minutes += (last - first)
-    return minutes / 60.0
+    return sum(_node_hours(topo, day0 + 3600 * h)[1] for h in range(24)) / 60.0
 
 
 def plan_arn(cluster: ClusterSettings) -> str:
