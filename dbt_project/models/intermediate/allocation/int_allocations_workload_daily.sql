@@ -10,10 +10,7 @@
 ], aggregate=true) %}
 
 with allocated as (
-    select * from {{ ref('int_containers_allocated_hourly') }}
-),
-
-energy as (
+    -- the container-hours with their allocation and energy, read once (a view over int_containers_allocated_hourly)
     select * from {{ ref('int_containers_energy_hourly') }}
 ),
 
@@ -57,27 +54,11 @@ container_hours as (
     -- pod-level costs (PV, LB, network) split evenly over the pod's running containers
     select
         allocated.*,
-        energy.energy_cpu_kwh,
-        energy.energy_memory_kwh,
-        energy.energy_gpu_kwh,
         {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }} as energy_storage_kwh,
-        energy.co2e_operational_g
+        -- the container's operational CO2e with its pod's storage energy share
+        allocated.co2e_operational_g
             + {{ per_container('coalesce(pod_volumes.energy_storage_kwh, 0)') }}
-              * energy.carbon_intensity_g_per_kwh * energy.pue as co2e_operational_g,
-        energy.co2e_embodied_g,
-        energy.carbon_intensity_g_per_kwh,
-        energy.pue,
-        energy.is_unknown_instance_type,
-        energy.is_provider_average_profile,
-        energy.is_zone_default_intensity,
-        energy.is_region_default_intensity,
-        energy.is_global_default_intensity,
-        energy.is_intensity_provider_estimated,
-        energy.is_intensity_partial,
-        energy.is_default_pue,
-        energy.is_embodied_fallback,
-        energy.is_gpu_power_estimated,
-        energy.is_utilisation_capped,
+              * allocated.carbon_intensity_g_per_kwh * allocated.pue as co2e_operational_with_storage_g,
         {{ per_container('coalesce(pod_volumes.pv_cost, 0)') }} as pv_cost,
         {{ per_container('coalesce(pod_volumes.pv_byte_hours, 0)') }} as pv_byte_hours,
         {{ per_container('coalesce(pod_volumes.pv_cost_adjustment, 0)') }} as pv_cost_adjustment,
@@ -98,9 +79,6 @@ container_hours as (
         {{ add_seconds('allocated.hour_ts', 'coalesce(allocated.run_start_s, 0)') }} as run_start_ts,
         {{ add_seconds('allocated.hour_ts', 'coalesce(allocated.run_end_s, allocated.run_h * 3600)') }} as run_end_ts
     from allocated
-    join energy
-        on energy.cluster = allocated.cluster and energy.hour_ts = allocated.hour_ts
-        and energy.pod_uid = allocated.pod_uid and energy.container = allocated.container
     join pod_container_counts
         on pod_container_counts.cluster = allocated.cluster and pod_container_counts.hour_ts = allocated.hour_ts
         and pod_container_counts.pod_uid = allocated.pod_uid
@@ -155,7 +133,7 @@ workload_daily as (
         sum(energy_memory_kwh) as energy_memory_kwh,
         sum(energy_gpu_kwh) as energy_gpu_kwh,
         sum(energy_storage_kwh) as energy_storage_kwh,
-        sum(co2e_operational_g) as co2e_operational_g,
+        sum(co2e_operational_with_storage_g) as co2e_operational_g,
         sum(co2e_embodied_g) as co2e_embodied_g,
         sum((energy_cpu_kwh + energy_memory_kwh + energy_gpu_kwh + energy_storage_kwh) * carbon_intensity_g_per_kwh)
             as intensity_weight,

@@ -1,5 +1,10 @@
 -- grain: one row per (cluster, hour_ts, pod_uid, container) that ran in the hour
 -- Node energy to containers by CPU-usage share (METHOD B2); embodied by min(max(request, usage) / vCPUs, 1) (B6).
+-- The container-hours of int_containers_allocated_hourly with their energy beside them: a view, so the readers
+-- (the workload rows, the node's idle, the recommendations' history) take allocation and energy from one relation
+-- in one pass, instead of a second wide hourly table written to the file and joined back on four keys (issue 26).
+{{ config(materialized='view') }}
+
 with containers as (
     select * from {{ ref('int_containers_allocated_hourly') }}
 ),
@@ -10,11 +15,7 @@ node_energy as (
 
 shared as (
     select
-        containers.cluster,
-        containers.hour_ts,
-        containers.node,
-        containers.pod_uid,
-        containers.container,
+        containers.*,
         node_energy.node is not null as has_node_energy,
         case
             when node_energy.cpu_core_seconds > 0

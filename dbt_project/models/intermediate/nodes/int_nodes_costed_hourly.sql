@@ -10,6 +10,8 @@ node_energy as (
 ),
 
 allocated as (
+    -- what the node's containers took, in one pass over their hours: allocation and energy (a view over
+    -- int_containers_allocated_hourly with each container's energy share beside it)
     select
         cluster,
         hour_ts,
@@ -19,20 +21,10 @@ allocated as (
         sum(gpu_cost) as gpu_cost,
         sum(cpu_core_hours) as cpu_core_hours,
         sum(ram_byte_hours) as ram_byte_hours,
-        sum(gpu_hours) as gpu_hours
-    from {{ ref('int_containers_allocated_hourly') }}
-    group by cluster, hour_ts, node
-),
-
-container_energy as (
-    select
-        cluster,
-        hour_ts,
-        node,
+        sum(gpu_hours) as gpu_hours,
         sum(cpu_energy_j) as cpu_energy_j,
         sum(memory_energy_j) as memory_energy_j,
         sum(gpu_energy_j) as gpu_energy_j,
-        sum(co2e_operational_g) as co2e_operational_g,
         sum(co2e_embodied_g) as co2e_embodied_g
     from {{ ref('int_containers_energy_hourly') }}
     group by cluster, hour_ts, node
@@ -73,13 +65,13 @@ costed as (
         node_energy.energy_kwh as node_energy_kwh,
         node_energy.co2e_operational_g as node_co2e_operational_g,
         node_energy.co2e_embodied_g as node_co2e_embodied_g,
-        node_energy.cpu_energy_j - coalesce(container_energy.cpu_energy_j, 0) as idle_cpu_energy_j,
-        node_energy.memory_energy_j - coalesce(container_energy.memory_energy_j, 0) as idle_memory_energy_j,
-        node_energy.gpu_energy_j - coalesce(container_energy.gpu_energy_j, 0) as idle_gpu_energy_j,
+        node_energy.cpu_energy_j - coalesce(allocated.cpu_energy_j, 0) as idle_cpu_energy_j,
+        node_energy.memory_energy_j - coalesce(allocated.memory_energy_j, 0) as idle_memory_energy_j,
+        node_energy.gpu_energy_j - coalesce(allocated.gpu_energy_j, 0) as idle_gpu_energy_j,
         node_energy.carbon_intensity_g_per_kwh,
         node_energy.pue,
         node_energy.embodied_g_per_hour,
-        coalesce(container_energy.co2e_embodied_g, 0) as allocated_co2e_embodied_g,
+        coalesce(allocated.co2e_embodied_g, 0) as allocated_co2e_embodied_g,
         node_energy.is_node_idle,
         node_energy.is_unknown_instance_type,
         node_energy.is_provider_average_profile,
@@ -96,9 +88,6 @@ costed as (
     left join node_energy
         on node_energy.cluster = prices.cluster and node_energy.hour_ts = prices.hour_ts
         and node_energy.node = prices.node
-    left join container_energy
-        on container_energy.cluster = prices.cluster and container_energy.hour_ts = prices.hour_ts
-        and container_energy.node = prices.node
 ),
 
 final as (

@@ -7,10 +7,7 @@
 {{ config(post_hook="{{ rec_history_prune() }}") }}
 
 with allocated as (
-    select * from {{ ref('int_containers_allocated_hourly') }}
-),
-
-energy as (
+    -- the container-hours with their allocation and energy, read once (a view over int_containers_allocated_hourly)
     select * from {{ ref('int_containers_energy_hourly') }}
 ),
 
@@ -71,24 +68,21 @@ select
     allocated.ram_cost,
     allocated.gpu_cost,
     {{ per_container('coalesce(network.network_bytes, 0)') }} as network_bytes,
-    energy.energy_kwh,
-    energy.energy_memory_kwh,
-    energy.carbon_intensity_g_per_kwh,
-    energy.pue,
-    energy.co2e_operational_g,
-    energy.co2e_embodied_g,
+    allocated.energy_kwh,
+    allocated.energy_memory_kwh,
+    allocated.carbon_intensity_g_per_kwh,
+    allocated.pue,
+    allocated.co2e_operational_g,
+    allocated.co2e_embodied_g,
     allocated.is_default_price,
     allocated.is_instance_price_missing,
     allocated.is_usage_missing,
     mounts.pod_uid is not null as mounts_volume,
     pinned.pod_uid is not null as pins_placement,
     {%- for col, code in rec_input_flags() if col not in ('is_default_price', 'is_instance_price_missing') %}
-    energy.{{ col }}{% if not loop.last %},{% endif %}
+    allocated.{{ col }}{% if not loop.last %},{% endif %}
     {%- endfor %}
 from allocated
-join energy
-    on energy.cluster = allocated.cluster and energy.hour_ts = allocated.hour_ts
-    and energy.pod_uid = allocated.pod_uid and energy.container = allocated.container
 join pod_container_counts
     on pod_container_counts.cluster = allocated.cluster and pod_container_counts.hour_ts = allocated.hour_ts
     and pod_container_counts.pod_uid = allocated.pod_uid
