@@ -60,10 +60,12 @@ export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 # A name ending in & starts the group in the background, alongside the groups after it until `serial` or the end
 # (which wait for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed
 # 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `spark` starts
-# first, too: its two modules are the suite's two longest serial chains (the dbt unit tests on Spark; the killed and
-# recovered Spark day), so they run from the start while `main` and `faults` (many short, movable tests) fill the
-# cores around them (started after `faults`, the Spark chains ran ~2 min alone at the end, one core idle);
-# `serial` and `load` run last, once the background groups are done, on a quiet machine. The spark group prints its
+# first, too, at nice 5: its two modules are the suite's two longest serial chains (the dbt unit tests on Spark; the
+# killed and recovered Spark day), so they run from the start, in the CPU that `main` and `faults` (many short,
+# movable tests) leave: the faults' retry back-off and timeouts, main's last modules. Beside `faults` alone (before)
+# the Spark chains ran ~2 min alone at the end; beside `main` at the same priority they doubled main's time (13 ->
+# 25.6 min) while `faults` alone then took 5:52 with its workers mostly waiting. `serial` and `load` run last, once
+# the background groups are done, on a quiet machine. The spark group prints its
 # passed tests' output (-rP): the engines' largest relative difference per mart and the Spark dbt timings.
 # pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
 # group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
@@ -98,7 +100,9 @@ run_group() {  # name, options...: one pytest run of the group; its exit status 
         [[ ${#files[@]} -gt 0 ]] || { echo "no test is marked $name"; return 0; }
         [[ $user_paths == 0 ]] || files=()
     fi
-    .venv/bin/python -m pytest -m "$expr" "$@" "${files[@]}" --junitxml="$report_dir/$name.xml" \
+    local nice=()
+    [[ $name == spark ]] && nice=(nice -n 5)  # the Spark chains take the CPU main and faults leave (see above)
+    "${nice[@]}" .venv/bin/python -m pytest -m "$expr" "$@" "${files[@]}" --junitxml="$report_dir/$name.xml" \
         || { local rc=$?; [[ $rc == 5 ]] || return $rc; }
 }
 wait_background() {  # the background groups' exit status and output

@@ -30,7 +30,8 @@ from pipelines.engines.dbt_runner import DbtCall
 DbtBuild = Callable[[list[str], Path | None, dict[str, str]], DbtCall]
 
 
-WINDOWED = frozenset({"view", "table"})  # materializations replaced whole by each call (ephemeral: inlined)
+# materializations replaced whole by each call (ephemeral: inlined); lean_*: DuckDB's (macros/materializations.sql)
+WINDOWED = frozenset({"view", "table", "lean_view", "lean_table"})
 
 
 def window_ancestors(manifest: dict[str, Any], selected: set[str]) -> list[str]:

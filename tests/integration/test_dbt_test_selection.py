@@ -19,6 +19,7 @@ from pipelines import DBT_PROJECT_DIR, PROJECT_ROOT, dbt_executable
 from pipelines.dagster_defs import assets_dbt
 from pipelines.dagster_defs.dbt_args import dbt_env
 from pipelines.engines import INDIRECT_SELECTION
+from pipelines.engines.dbt_dagster import WINDOWED
 from pipelines.settings import load_settings
 from tests.fixtures.pipeline_workdir import D1, D2, D3, cli_env, published_workdir
 from tests.fixtures.spark_compare import same
@@ -189,7 +190,7 @@ def test_a_subset_run_builds_from_its_own_window(tmp_path_factory):
     manifest = json.loads(Path(assets_dbt.MANIFEST).read_text())
     windowed = sorted("/".join(key.path) for key in assets_dbt.dbt_daily_assets.keys for node in manifest["nodes"].values()
                       if node["resource_type"] == "model" and assets_dbt.TRANSLATOR.get_asset_key(node) == key
-                      and node["config"]["materialized"] in ("view", "table"))
+                      and node["config"]["materialized"] in WINDOWED)
     assert "intermediate/int_allocations_workload_daily" in windowed
     third = _materialize(wd, home, ",".join(windowed), D3, D3)
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]

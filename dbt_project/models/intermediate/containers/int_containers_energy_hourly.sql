@@ -3,7 +3,7 @@
 -- The container-hours of int_containers_allocated_hourly with their energy beside them: a view, so the readers
 -- (the workload rows, the node's idle, the recommendations' history) take allocation and energy from one relation
 -- in one pass, instead of a second wide hourly table written to the file and joined back on four keys (issue 26).
-{{ config(materialized='view') }}
+{{ config(materialized='view' if target.type == 'spark' else 'lean_view') }}
 
 with containers as (
     select * from {{ ref('int_containers_allocated_hourly') }}
