@@ -17,6 +17,7 @@ shared as (
     select
         containers.*,
         node_energy.node is not null as has_node_energy,
+        node_energy.carbon_zone,
         case
             when node_energy.cpu_core_seconds > 0
                 then node_energy.cpu_energy_j * coalesce(containers.cpu_usage_core_seconds, 0)

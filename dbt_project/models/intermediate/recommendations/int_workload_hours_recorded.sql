@@ -26,10 +26,6 @@ network as (
     from {{ ref('int_pods_network_hourly') }}
 ),
 
-nodes as (
-    select cluster, hour_ts, node, carbon_zone from {{ ref('int_nodes_energy_hourly') }}
-),
-
 mounts as (
     -- pods with a claim mounted in the hour: a zonal volume pins them (no zone shift)
     select distinct cluster, hour_ts, pod_uid from {{ ref('stg_metrics__pod_volume_hours') }}
@@ -52,7 +48,7 @@ select
     allocated.pod_uid,
     allocated.container,
     allocated.node,
-    nodes.carbon_zone,
+    allocated.carbon_zone,  -- the node-hour's, joined in the view
     allocated.run_h,
     allocated.cpu_request_cores,
     allocated.ram_request_bytes,
@@ -91,8 +87,6 @@ left join pods
 left join network
     on network.cluster = allocated.cluster and network.hour_ts = allocated.hour_ts
     and network.pod_uid = allocated.pod_uid
-left join nodes
-    on nodes.cluster = allocated.cluster and nodes.hour_ts = allocated.hour_ts and nodes.node = allocated.node
 left join mounts
     on mounts.cluster = allocated.cluster and mounts.hour_ts = allocated.hour_ts and mounts.pod_uid = allocated.pod_uid
 left join pinned
