@@ -74,9 +74,8 @@ def accepted(values: list[str]) -> dict:
 
 
 def unique_combo(*cols: str) -> dict:
-    # `string`: a VARCHAR alias on DuckDB, the text type on Spark (which rejects VARCHAR without a length)
-    expr = " || '|' || ".join(f"coalesce(cast({c} as string), '')" for c in cols)
-    return {"unique": {"arguments": {"column_name": expr}}}
+    """A key of several columns: one of the seed's row_rules (render.py)."""
+    return {UNIQUE_KEY: list(cols)}
 
 
 def relationship(to_seed: str, to_field: str) -> dict:
@@ -85,3 +84,4 @@ def relationship(to_seed: str, to_field: str) -> dict:
 
 NN = "not_null"
 UQ = "unique"
+UNIQUE_KEY = "unique_key"  # a model test of unique_combo: folded into the seed's row_rules

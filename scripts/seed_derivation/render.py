@@ -7,7 +7,7 @@ import io
 
 import yaml
 
-from .common import NN, Seed
+from .common import NN, UNIQUE_KEY, UQ, Seed
 
 
 def render_csv(seed: Seed) -> str:
@@ -30,16 +30,29 @@ def render_yaml(seeds: list[Seed]) -> str:
             "description": s.description,
             "config": {"column_types": {c.name: "string" if c.type == "varchar" else c.type for c in s.columns}},
         }
-        # the columns' not_null tests as ONE test of the seed (one query instead of one per column)
+        # the row rules (not_null, unique keys, accepted values) as ONE test of the seed: one query and one dbt node
+        # instead of one per rule (tests/generic/row_rules.sql); other tests (relationships) stay as they are
+        keys = [t[UNIQUE_KEY] for t in s.model_tests if UNIQUE_KEY in t]
+        keys += [[c.name] for c in s.columns if UQ in c.tests]
         not_null = [c.name for c in s.columns if NN in c.tests]
-        model_tests = ([{"not_null_columns": {"name": f"not_null_{s.name}", "arguments": {"columns": not_null}}}]
-                       if not_null else []) + s.model_tests
+        accepted = {c.name: t["accepted_values"]["arguments"]["values"]
+                    for c in s.columns for t in c.tests if isinstance(t, dict) and "accepted_values" in t}
+        rules: dict = {}
+        if keys:
+            rules["unique"] = keys[0] if len(keys) == 1 else keys
+        if not_null:
+            rules["not_null"] = not_null
+        if accepted:
+            rules["accepted"] = accepted
+        model_tests = ([{"row_rules": {"name": f"rules_{s.name}", "arguments": rules}}] if rules else []) + [
+            t for t in s.model_tests if UNIQUE_KEY not in t]
         if model_tests:
             entry["data_tests"] = model_tests
         cols = []
         for c in s.columns:
             col: dict = {"name": c.name, "description": c.description}
-            tests = [t for t in c.tests if t != NN]
+            tests = [t for t in c.tests
+                     if t not in (NN, UQ) and not (isinstance(t, dict) and "accepted_values" in t)]
             if tests:
                 col["data_tests"] = tests
             cols.append(col)

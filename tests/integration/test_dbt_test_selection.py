@@ -88,33 +88,40 @@ def test_whole_calls_select_the_same_tests_as_dbts_default(tmp_path, envs):
     assert CROSS_MART_TESTS <= ours["daily"]
 
 
-def test_the_folded_not_null_test_names_each_column_that_holds_nulls(tmp_path, envs):
-    """`not_null_columns` (tests/generic) checks all the columns of a model in one query: it passes on the seed as
-    loaded, and fails when a column holds a NULL, with one failure row per such column naming it and its NULL
-    count."""
+def test_the_row_rules_test_names_each_broken_rule(tmp_path, envs):
+    """`row_rules` (tests/generic) checks a model's key, not-null columns and accepted values in one test: it passes
+    on the seed as loaded, and fails when rules break, with one failure row per broken rule naming it (the column
+    with its NULL count, the duplicated key with its rows, the value outside the list with its rows)."""
     env = {**envs["ours"], "KUBELEDGER_WAREHOUSE": str(tmp_path / "w.duckdb")}
     built = _dbt(tmp_path, env, "build", "--select", "opencost_prices")
     assert built.returncode == 0, built.stdout[-3000:]
-    assert "not_null_opencost_prices" in built.stdout
+    assert "rules_opencost_prices" in built.stdout
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     try:
         con.execute("update seeds.opencost_prices set hourly_usd = null where price_key in ('CPU', 'RAM')")
         con.execute("update seeds.opencost_prices set unit = null where price_key = 'CPU'")
+        # a second (aws, GPU) row, and a provider outside the accepted list on two rows
+        con.execute("insert into seeds.opencost_prices select * from seeds.opencost_prices "
+                    "where provider = 'aws' and price_key = 'GPU'")
+        con.execute("update seeds.opencost_prices set provider = 'ibm' where provider = 'alibaba' "
+                    "and price_key in ('storage', 'LoadBalancer')")
         nulls = dict(con.execute("select 'hourly_usd', count(*) filter (where hourly_usd is null) "
                                  "from seeds.opencost_prices union all select 'unit', count(*) filter "
                                  "(where unit is null) from seeds.opencost_prices").fetchall())
     finally:
         con.close()
-    failed = _dbt(tmp_path, env, "test", "--select", "not_null_opencost_prices")
-    assert failed.returncode == 1 and "FAIL 2 not_null_opencost_prices" in failed.stdout, failed.stdout[-3000:]
+    failed = _dbt(tmp_path, env, "test", "--select", "rules_opencost_prices")
+    assert failed.returncode == 1 and "FAIL 4 rules_opencost_prices" in failed.stdout, failed.stdout[-3000:]
     # the failure rows, from the SQL dbt ran (the project stores no failure tables)
-    (compiled,) = (tmp_path / "target" / "compiled").rglob("not_null_opencost_prices.sql")
+    (compiled,) = (tmp_path / "target" / "compiled").rglob("rules_opencost_prices.sql")
     con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
     try:
-        rows = dict(con.execute(compiled.read_text()).fetchall())
+        rows = sorted(con.execute(compiled.read_text()).fetchall())
     finally:
         con.close()
-    assert rows == nulls and rows["hourly_usd"] > rows["unit"] > 0, rows
+    assert rows == sorted([("not_null", "hourly_usd", nulls["hourly_usd"]), ("not_null", "unit", nulls["unit"]),
+                           ("unique provider, price_key", "aws, GPU", 2), ("accepted provider", "ibm", 2)]), rows
+    assert nulls["hourly_usd"] > nulls["unit"] > 0, nulls
 
 
 def test_cross_mart_tests_judge_the_days_the_build_wrote(tmp_path_factory, envs):

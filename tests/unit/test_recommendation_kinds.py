@@ -34,7 +34,6 @@ def test_the_counted_models_produce_exactly_the_served_kinds() -> None:
 def test_the_marts_accepted_kinds_are_the_served_kinds() -> None:
     spec = yaml.safe_load((DBT_PROJECT_DIR / "models" / "marts" / "_recommendations__models.yml").read_text())
     mart = next(m for m in spec["models"] if m["name"] == "fct_recommendation_daily")
-    kind = next(c for c in mart["columns"] if c["name"] == "kind")
-    accepted = next(t["accepted_values"]["arguments"]["values"] for t in kind["data_tests"] if "accepted_values" in t)
-    assert sorted(accepted) == sorted(KINDS)
+    rules = next(t["row_rules"]["arguments"] for t in mart["data_tests"] if "row_rules" in t)
+    assert sorted(rules["accepted"]["kind"]) == sorted(KINDS)
     assert [c["name"] for c in mart["columns"]] == list(COLUMNS)  # the contract's columns, in the API's order
