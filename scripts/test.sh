@@ -59,22 +59,23 @@ export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 # `serial`: tests that cannot share the machine with another worker.
 # A name ending in & starts the group in the background, alongside the groups after it until `serial` or the end
 # (which wait for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed
-# 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `spark` runs
-# alongside `faults`, whose workers spend a third of their time waiting on the product's retry back-off and source
-# timeouts (CPU the Spark JVMs use); `load` runs before both, on a quiet machine. Tried and not kept (session 44,
-# clean clones): `spark` started first beside `main` at the same priority (main 13:04 -> 25:38, faults alone 5:52,
-# the whole no faster) and at nice 5 (main 27+ min: a JVM's many threads outweigh main's two workers even niced).
+# 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `faults` runs
+# alongside `main`: a third of a fault test's time is the product's retry back-off and source timeouts, which
+# main's CPU-bound workers fill. `spark` runs last, alone: its JVMs lose more to a shared machine than Python
+# workers do (measured on a quiet machine, session 45: the group took 10:46 alone, the faults 5:52 alone, and the
+# two side by side 18:54; beside `main`, at any priority, the JVMs took half of main's cores: session 44).
+# `load` runs after `main` and `faults`, on a quiet machine.
 # The spark group prints its passed tests' output (-rP): the engines' largest relative difference per mart and the
 # Spark dbt timings.
 # pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
 # group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
 TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
     "daemon& --durations=5"
+    "faults& -n 3 --dist load --durations=10"
     "main   -n 2 --dist loadscope --no-loadscope-reorder --durations=30"
     "serial --durations=10"
     "load"
-    "spark& -n 2 --dist loadscope --durations=10 -rP"
-    "faults -n 3 --dist load --durations=10"
+    "spark  -n 2 --dist loadscope --durations=10 -rP"
 )
 others=()
 for line in "${TEST_GROUPS[@]}"; do read -r name _ <<<"$line"; name="${name%&}"; [[ $name == main ]] || others+=("$name"); done
@@ -99,7 +100,11 @@ run_group() {  # name, options...: one pytest run of the group; its exit status 
         [[ ${#files[@]} -gt 0 ]] || { echo "no test is marked $name"; return 0; }
         [[ $user_paths == 0 ]] || files=()
     fi
-    .venv/bin/python -m pytest -m "$expr" "$@" "${files[@]}" --junitxml="$report_dir/$name.xml" \
+    # each group its own DAGSTER_HOME (tests/conftest.py gives each of its workers a folder in it): groups run side
+    # by side, and their workers' numbers (gw0, gw1...) repeat
+    local home="$DAGSTER_HOME/$name"
+    mkdir -p "$home"
+    DAGSTER_HOME="$home" .venv/bin/python -m pytest -m "$expr" "$@" "${files[@]}" --junitxml="$report_dir/$name.xml" \
         || { local rc=$?; [[ $rc == 5 ]] || return $rc; }
 }
 wait_background() {  # the background groups' exit status and output
