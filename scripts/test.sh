@@ -59,22 +59,22 @@ export DO_NOT_TRACK=1 DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/.dagster_home}"
 # `serial`: tests that cannot share the machine with another worker.
 # A name ending in & starts the group in the background, alongside the groups after it until `serial` or the end
 # (which wait for it): `daemon` is the UI backfill through `dagster dev`, whose time is mostly the daemon's fixed
-# 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. `faults` runs
-# alongside `main`: a third of a fault test's time is the product's retry back-off and source timeouts, which
-# main's CPU-bound workers fill. `spark` runs last, alone: its JVMs lose more to a shared machine than Python
-# workers do (measured on a quiet machine, session 45: the group took 10:46 alone, the faults 5:52 alone, and the
-# two side by side 18:54; beside `main`, at any priority, the JVMs took half of main's cores: session 44).
-# `load` runs after `main` and `faults`, on a quiet machine.
+# 30 s ticks between its runs; on a worker of `main` it held that worker 10-15 min for little CPU. The other
+# groups run one after another: side by side they took longer than in turn (clean clones, this 2-core machine):
+# `spark` beside `faults` 18:54 for both, against 10:46 + 5:52 in turn (its JVMs lose more to a shared machine than
+# Python workers do); `faults` beside `main` 19:26 for both, against 13:04 + 5:52 (the retry back-off and source
+# timeouts it waits on did not make room for main's work); `spark` beside `main`, at the same priority or at
+# nice 5, took half of main's cores (main 25:38 / 27:49). `load` runs on a quiet machine.
 # The spark group prints its passed tests' output (-rP): the engines' largest relative difference per mart and the
 # Spark dbt timings.
 # pytest's exit 5 (no test in a group, e.g. when a single file is given) is not a failure. The end prints each
 # group's wall time and test counts (from its JUnit XML), so the figures are in every CI log.
 TEST_GROUPS=(  # not GROUPS: bash keeps that name for the user's group ids
     "daemon& --durations=5"
-    "faults& -n 3 --dist load --durations=10"
     "main   -n 2 --dist loadscope --no-loadscope-reorder --durations=30"
     "serial --durations=10"
     "load"
+    "faults -n 3 --dist load --durations=10"
     "spark  -n 2 --dist loadscope --durations=10 -rP"
 )
 others=()
