@@ -7,11 +7,21 @@
     - accepted: {column: [values]}: each column holding values outside its list, the least of them and how many
       rows hold one (NULL passes, as in dbt's accepted_values; a NULL there is not_null's to catch).
     The not-null and accepted-values rules share one scan of the model; each key is a group-by of its own. -#}
+{%- set keys = [] if not unique else ([unique] if unique[0] is string else unique) %}
 {%- set not_null = not_null or [] %}
 {%- set accepted = accepted or {} %}
-{%- set parts = [] %}
+{%- if not (keys or not_null or accepted) %}
+{{ exceptions.raise_compiler_error("row_rules on " ~ model ~ ": give unique, not_null or accepted") }}
+{%- endif %}
+{#- (rule, detail expression, count expression) of each rule the scan checks #}
+{%- set scanned = [] %}
+{%- for column in not_null %}
+{%- do scanned.append(("not_null", "'" ~ column ~ "'", "nulls_" ~ loop.index)) %}
+{%- endfor %}
+{%- for column in accepted %}
+{%- do scanned.append(("accepted " ~ column, "outside_value_" ~ loop.index, "outside_" ~ loop.index)) %}
+{%- endfor %}
 with
-{%- set keys = [] if not unique else ([unique] if unique[0] is string else unique) %}
 {%- for key in keys %}
 duplicates_{{ loop.index }} as (
     select
@@ -22,15 +32,13 @@ duplicates_{{ loop.index }} as (
     from {{ model }}
     group by {{ key | join(', ') }}
     having count(*) > 1
-),
-{%- do parts.append("select 'unique " ~ key | join(', ') ~ "' as rule, detail, rows_found from duplicates_"
-                    ~ loop.index) %}
+){{ "," if scanned or not loop.last }}
 {%- endfor %}
-{#- the not-null and accepted-values rules in one scan of the model #}
+{%- if scanned %}
 counts as (
     select
         {%- for column in not_null %}
-        sum(case when {{ column }} is null then 1 else 0 end) as nulls_{{ loop.index }},
+        sum(case when {{ column }} is null then 1 else 0 end) as nulls_{{ loop.index }}{{ "," if accepted or not loop.last }}
         {%- endfor %}
         {%- for column, values in accepted.items() %}
         {%- set outside -%}
@@ -38,25 +46,21 @@ counts as (
             and {{ column }} not in ({% for v in values %}'{{ v | replace("'", "''") }}'{{ ", " if not loop.last }}{% endfor %})
         {%- endset %}
         sum(case when {{ outside }} then 1 else 0 end) as outside_{{ loop.index }},
-        min(case when {{ outside }} then cast({{ column }} as string) end) as outside_value_{{ loop.index }},
+        min(case when {{ outside }} then cast({{ column }} as string) end) as outside_value_{{ loop.index }}{{ "," if not loop.last }}
         {%- endfor %}
-        count(*) as row_count
     from {{ model }}
 )
-{#- one row per rule of the scan: the rules' list crossed with the scan's one row (the scan is read once; a union
-    of a branch per rule would read it once per branch where Spark inlines the CTE) #}
-{%- set scanned = [] %}
-{%- for column in not_null %}
-{%- do scanned.append(("not_null", "'" ~ column ~ "'", "nulls_" ~ loop.index)) %}
-{%- endfor %}
-{%- for column in accepted %}
-{%- do scanned.append(("accepted " ~ column, "outside_value_" ~ loop.index, "outside_" ~ loop.index)) %}
+{%- endif %}
+{% for key in keys %}
+select 'unique {{ key | join(", ") }}' as rule, detail, rows_found from duplicates_{{ loop.index }}
+{{ "union all" if scanned or not loop.last }}
 {%- endfor %}
 {%- if scanned %}
+{#- the rules' list crossed with the scan's one row: the scan is read once (a union of a branch per rule would read
+    it once per branch where Spark inlines the CTE) #}
 {%- set found -%}
 case rules.rule_index{% for r in scanned %} when {{ loop.index }} then {{ r[2] }}{% endfor %} end
 {%- endset %}
-{%- set scan_rows -%}
 select
     rules.rule,
     case rules.rule_index{% for r in scanned %} when {{ loop.index }} then {{ r[1] }}{% endfor %} end as detail,
@@ -66,15 +70,5 @@ cross join (
     values {% for r in scanned %}({{ loop.index }}, '{{ r[0] }}'){{ ", " if not loop.last }}{% endfor %}
 ) as rules (rule_index, rule)
 where {{ found }} > 0
-{%- endset %}
-{%- do parts.append(scan_rows) %}
 {%- endif %}
-{%- if not parts %}
-{{ exceptions.raise_compiler_error("row_rules on " ~ model ~ ": give unique, not_null or accepted") }}
-{%- endif %}
-{% for part in parts %}
-{{ part }}
-{{ "union all" if not loop.last }}
-{%- endfor %}
 {% endtest %}
-
