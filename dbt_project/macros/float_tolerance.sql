@@ -65,6 +65,10 @@
     {#- DuckDB's FLOAT is REAL (4 bytes) -#}
     {{ return(kubeledger_float_columns_of(main_sql, ['real', 'float4', 'float'])) }}
 {%- endmacro %}
+{% macro spark__unit_test_float_columns(main_sql) -%}
+    {#- Spark's FLOAT is single precision too -#}
+    {{ return(kubeledger_float_columns_of(main_sql, ['real', 'float4', 'float'])) }}
+{%- endmacro %}
 {% macro kubeledger_float_columns_of(main_sql, single_precision_types) -%}
     {%- set tolerances = {} -%}
     {%- if execute -%}

@@ -19,7 +19,8 @@ from pipelines import DBT_PROJECT_DIR
 
 pytestmark = pytest.mark.integration
 
-MACRO_FILE = DBT_PROJECT_DIR / "macros" / "float_tolerance.sql"
+# the tolerance, and Spark's unit materialization (the model's rows computed once: DuckDB ignores it)
+MACRO_FILES = [DBT_PROJECT_DIR / "macros" / name for name in ("float_tolerance.sql", "unit_test_spark.sql")]
 
 PROJECT = """\
 name: tolerance_probe
@@ -38,6 +39,12 @@ tolerance_probe:
       type: duckdb
       path: "{path}"
       threads: 1
+    spark:
+      type: spark
+      method: session
+      host: NA
+      schema: tolerance_probe
+      threads: 1
 """
 
 # 7/12 = 0.5833333333333334 in IEEE doubles; 0.5833333333333333 is 1 ulp below (the pair of the failing CI run,
@@ -51,8 +58,8 @@ from (values
     (1, cast(7 as double) / 12, cast(0.5 as float), cast(1.5 as decimal(18, 9)), 'a', 7),
     (2, cast(0 as double), cast(0 as float), cast(0 as decimal(18, 9)), 'b', 0),
     (3, cast(-1 as double) / 3, cast(-2.25 as float), cast(-2.25 as decimal(18, 9)), 'c', -3),
-    (4, cast(null as double), cast(null as float), cast(null as decimal(18, 9)), cast(null as varchar), null),
-    (5, cast(1 as double) / 10 + cast(2 as double) / 10, cast(1 as float) / cast(3 as float),
+    (4, cast(null as double), cast(null as float), cast(null as decimal(18, 9)), cast(null as string), null),
+    (5, cast(1 as double) / 10 + cast(2 as double) / 10, cast(cast(1 as float) / cast(3 as float) as float),
      cast(1 as decimal(18, 9)), 'e', 1),
     (6, cast(7e300 as double) / 12, cast(1 as float), cast(1 as decimal(18, 9)), 'f', 1),
     (7, cast(7e-300 as double) / 12, cast(1 as float), cast(1 as decimal(18, 9)), 'g', 1)
@@ -151,7 +158,9 @@ union all select 3, cast('-inf' as double)
 """
 
 
-def _project(root: Path, with_macro: bool) -> Path:
+def probe_project(root: Path, with_macro: bool) -> Path:
+    """The throwaway project in root: its two models, their unit tests, a profile per engine (`local`: DuckDB in a
+    file of root; `spark`: the process's Spark session, tests/spark), the project's macro files when with_macro."""
     (root / "models").mkdir(parents=True)
     (root / "macros").mkdir()
     (root / "dbt_project.yml").write_text(PROJECT)
@@ -160,36 +169,42 @@ def _project(root: Path, with_macro: bool) -> Path:
     (root / "models" / "probe_special.sql").write_text(SPECIAL)
     (root / "models" / "_unit_tests.yml").write_text(UNIT_TESTS)
     if with_macro:
-        shutil.copy(MACRO_FILE, root / "macros" / MACRO_FILE.name)
+        for f in MACRO_FILES:
+            shutil.copy(f, root / "macros" / f.name)
     return root
 
 
-def _unit_test_statuses(root: Path) -> dict[str, str]:
+def unit_test_statuses(root: Path, target: str = "local") -> dict[str, str]:
+    """{unit test: pass/fail} of the probe project's unit tests on the target."""
     res = dbtRunner().invoke([
         "test", "--select", "test_type:unit", "--project-dir", str(root), "--profiles-dir", str(root),
-        "--target-path", str(root / "target"), "--log-path", str(root / "logs"),
+        "--target-path", str(root / "target"), "--log-path", str(root / "logs"), "--target", target,
     ])
     assert res.exception is None, res.exception
     return {r.node.name: str(r.status) for r in res.result}
 
 
+# what the override decides: the last bit and NaN/infinity pass; a relative 1e-6, a decimal's last digit, NULL
+# against 0, NaN against a number and a duplicated row fail
+EXPECTED = {
+    "ut_last_bit_passes": "pass",
+    "ut_nan_and_infinity_pass": "pass",
+    "ut_relative_1e6_fails": "fail",
+    "ut_decimal_stays_exact_fails": "fail",
+    "ut_null_is_not_zero_fails": "fail",
+    "ut_nan_is_not_a_number_fails": "fail",
+    "ut_duplicates_count_fails": "fail",
+}
+
+
 def test_floats_compare_within_tolerance(tmp_path, monkeypatch):
     monkeypatch.setenv("DO_NOT_TRACK", "1")
-    statuses = _unit_test_statuses(_project(tmp_path / "with_macro", with_macro=True))
-    assert statuses == {
-        "ut_last_bit_passes": "pass",
-        "ut_nan_and_infinity_pass": "pass",
-        "ut_relative_1e6_fails": "fail",
-        "ut_decimal_stays_exact_fails": "fail",
-        "ut_null_is_not_zero_fails": "fail",
-        "ut_nan_is_not_a_number_fails": "fail",
-        "ut_duplicates_count_fails": "fail",
-    }
+    assert unit_test_statuses(probe_project(tmp_path / "with_macro", with_macro=True)) == EXPECTED
 
 
 def test_without_the_override_the_last_bit_fails(tmp_path, monkeypatch):
     """Control: dbt's own comparison is bit-exact, so the pass above is the override's doing."""
     monkeypatch.setenv("DO_NOT_TRACK", "1")
-    statuses = _unit_test_statuses(_project(tmp_path / "without_macro", with_macro=False))
+    statuses = unit_test_statuses(probe_project(tmp_path / "without_macro", with_macro=False))
     assert statuses["ut_last_bit_passes"] == "fail"
     assert statuses["ut_relative_1e6_fails"] == "fail"

@@ -7,6 +7,10 @@ query over empty inputs, which Spark's optimizer folds to nothing to execute) ov
 per raw table (an empty DuckDB warehouse with the raw tables of sql/raw, exported by pipelines/warehouse/lake.py):
 the relations and their types are the real ones, at a fraction of a day's build.
 
+On Spark the project's unit materialization (macros/unit_test_spark.sql) computes the tested model's rows once
+into a table that the comparison reads; the tolerance probe of test_dbt_unit_tolerance.py runs through it here too
+(what must fail fails).
+
 The engines' marts are compared on a built day by test_spark_kill.py (the demo day through the real CLI, with a
 price sheet and shared namespaces, against the DuckDB engine's same day, row for row); the comparison at scale is
 `python -m bench --engine spark` (BENCHMARKS.md), where its time is measured rather than waited for in CI.
@@ -23,6 +27,7 @@ import pytest
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.lake import export_raw_day
 from tests.fixtures.spark_dbt import SparkDbt
+from tests.integration.test_dbt_unit_tolerance import EXPECTED, probe_project, unit_test_statuses
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +55,7 @@ def spark_models(spark_dbt: SparkDbt) -> list[str]:
 
 def test_dbt_unit_tests_pass_on_spark(spark_dbt: SparkDbt, spark_models: list[str]) -> None:
     # two dbt threads: the JVM plans one unit test while dbt renders the next (66 tests: 304 -> 258 s wall on a quiet
-    # machine, 502 s of test time)
+    # machine, 502 s of test time; 154 s wall with the model's rows computed once, macros/unit_test_spark.sql)
     results = spark_dbt("unit", ["test", "--select", "test_type:unit", "--threads", "2"])
     assert results, "no dbt unit test ran"
     assert all(r.node.resource_type == "unit_test" for r in results)
@@ -65,3 +70,14 @@ def test_a_whole_table_mart_builds_again_over_its_own_lake_folder(spark_dbt: Spa
     assert "model.kubeledger.fct_cloud_cost_daily" in spark_models
     results = spark_dbt("whole-table rebuild", ["run", "--empty", "--select", "fct_cloud_cost_daily"])
     assert [r.node.name for r in results] == ["fct_cloud_cost_daily"]
+
+
+def test_unit_tests_compare_within_the_tolerance_and_fail_on_spark(spark_dbt: SparkDbt, tmp_path) -> None:
+    """The probe of test_dbt_unit_tolerance.py on Spark, through the project's unit materialization there
+    (macros/unit_test_spark.sql: the model's rows computed once into a table): what passes on DuckDB passes, what
+    fails fails, and the rows' tables are dropped after each test."""
+    from pyspark.sql import SparkSession
+
+    assert unit_test_statuses(probe_project(tmp_path / "probe", with_macro=True), target="spark") == EXPECTED
+    spark = SparkSession.getActiveSession()
+    assert [r.tableName for r in spark.sql("show tables in tolerance_probe").collect() if "__ut_" in r.tableName] == []
