@@ -86,3 +86,28 @@ def test_failed_batch_rolls_back_and_is_written_one_by_one(tmp_path: Path, monke
     assert len(fast.get_records_for_run("run1").records) == 5
     assert fast.get_materialized_partitions(dg.AssetKey(["raw", "a"])) == set(hours)
     close_sqlite_connections(fast)
+
+
+def test_the_schema_is_asked_once_per_table_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dagster asks the index file whether a table or an asset key column exists on every asset event (a new engine
+    per has_table): the patched storage asks once per name that exists, and again for a name still missing."""
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    asked: list[str] = []
+    plain_has_table = SqliteEventLogStorage.has_table
+    plain_has_col = SqliteEventLogStorage._has_asset_key_col_on_connection
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table",
+                        lambda self, name: asked.append(name) or plain_has_table(self, name))
+    monkeypatch.setattr(SqliteEventLogStorage, "_has_asset_key_col_on_connection",
+                        lambda self, conn, name: asked.append(f"column {name}") or plain_has_col(self, conn, name))
+    hours = [f"2026-11-28-{h:02d}:00" for h in range(24)]
+    instance = _instance(tmp_path / "fast")
+    keep_sqlite_connections(instance)
+    with batched_event_writes(size=10):
+        _write(instance, "a", hours)
+    storage = instance.event_log_storage
+    assert not storage.has_table("no_such_table") and not storage.has_table("no_such_table")
+    close_sqlite_connections(instance)
+    assert asked and len(asked) == len(set(asked)) + 1, asked  # each name once; the missing table twice
+    assert asked.count("no_such_table") == 2
+    assert instance.get_materialized_partitions(dg.AssetKey(["raw", "a"])) == set(hours)
