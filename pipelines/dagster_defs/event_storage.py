@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -103,21 +103,17 @@ def keep_sqlite_connections(instance: Any) -> bool:
     # or column found stays: nothing in this process drops one (a migration only adds them), so only a hit is kept
     known: set[tuple[str, str]] = set()
 
+    def remembered(kind: str, name: str, ask: Callable[[], bool]) -> bool:
+        if (kind, name) not in known and ask():
+            known.add((kind, name))
+        return (kind, name) in known
+
     def has_table(self: Any, table_name: str) -> bool:
-        if ("table", table_name) in known:
-            return True
-        found = SqliteEventLogStorage.has_table(self, table_name)
-        if found:
-            known.add(("table", table_name))
-        return found
+        return remembered("table", table_name, lambda: SqliteEventLogStorage.has_table(self, table_name))
 
     def _has_asset_key_col_on_connection(self: Any, conn: sa.Connection, column_name: str) -> bool:
-        if ("asset_keys column", column_name) in known:
-            return True
-        found = SqliteEventLogStorage._has_asset_key_col_on_connection(self, conn, column_name)
-        if found:
-            known.add(("asset_keys column", column_name))
-        return found
+        return remembered("asset_keys column", column_name,
+                          lambda: SqliteEventLogStorage._has_asset_key_col_on_connection(self, conn, column_name))
 
     storage._connect = types.MethodType(_connect, storage)
     storage.store_event_batch = types.MethodType(store_event_batch, storage)

@@ -8,7 +8,7 @@ per raw table (an empty DuckDB warehouse with the raw tables of sql/raw, exporte
 the relations and their types are the real ones, at a fraction of a day's build.
 
 On Spark the project's unit materialization (macros/unit_test_spark.sql) computes the tested model's rows once
-into a table that the comparison reads; the tolerance probe of test_dbt_unit_tolerance.py runs through it here too
+into a table that the comparison reads; the tolerance probe (tests/fixtures/tolerance_probe.py) runs through it here too
 (what must fail fails).
 
 The engines' marts are compared on a built day by test_spark_kill.py (the demo day through the real CLI, with a
@@ -27,7 +27,7 @@ import pytest
 from pipelines.warehouse.connection import ensure_raw_schema
 from pipelines.warehouse.lake import export_raw_day
 from tests.fixtures.spark_dbt import SparkDbt
-from tests.integration.test_dbt_unit_tolerance import EXPECTED, probe_project, unit_test_statuses
+from tests.fixtures.tolerance_probe import EXPECTED, probe_project, unit_test_statuses
 
 pytestmark = pytest.mark.spark
 
@@ -73,7 +73,7 @@ def test_a_whole_table_mart_builds_again_over_its_own_lake_folder(spark_dbt: Spa
 
 
 def test_unit_tests_compare_within_the_tolerance_and_fail_on_spark(spark_dbt: SparkDbt, tmp_path) -> None:
-    """The probe of test_dbt_unit_tolerance.py on Spark, through the project's unit materialization there
+    """The tolerance probe (tests/fixtures/tolerance_probe.py) on Spark, through the project's unit materialization there
     (macros/unit_test_spark.sql: the model's rows computed once into a table): what passes on DuckDB passes, what
     fails fails, and the rows' tables are dropped after each test."""
     from pyspark.sql import SparkSession
